@@ -1,0 +1,2 @@
+//! The `epic` command.
+fn main() {}

@@ -1,0 +1,39 @@
+//! EPIC core: the wire formats every other EPIC crate parses and emits through.
+//!
+//! EPIC (Ethernet Polymorphic In-network Collectives) offloads collective
+//! operations into Ethernet switches while hosts speak standard RoCEv2. This
+//! crate is the `no_std` floor of the implementation:
+//!
+//! - [`wire`]: zero-copy views and owned representations of Ethernet, IPv4,
+//!   UDP, the InfiniBand transport headers carried by RoCEv2 (BTH, RETH, AETH,
+//!   ImmDt, IETH, DETH, AtomicETH, AtomicAckETH, CNP) and the EPIC Collective
+//!   Header; whole-frame parsing with typed errors; ICRC; header rewrites.
+//! - [`psn`]: the 24-bit packet sequence number with serial arithmetic.
+//!
+//! The normative text is `docs/SPEC.md`; items cite its requirement IDs as
+//! `[WIRE-nnn]`, and external sources as `[IBTA …]`, `[RoCEv2 …]`, `[EPIC §…]`.
+//!
+//! # Features
+//! - `alloc`, `std`: nothing on the packet path needs them; they add
+//!   conveniences only.
+//! - `serde`: `Serialize`/`Deserialize` for the owned representations.
+//! - `proptest`: the strategies in `test_gens` (implies `std`).
+//!
+//! The crate builds for bare-metal targets such as `thumbv7em-none-eabihf`
+//! with default features off, and contains no `unsafe` code.
+#![no_std]
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+#[cfg(any(test, feature = "std"))]
+extern crate std;
+
+pub mod psn;
+pub mod wire;
+
+#[cfg(feature = "proptest")]
+pub mod test_gens;
+
+pub use psn::Psn;

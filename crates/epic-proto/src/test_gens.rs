@@ -1,0 +1,1 @@
+//! proptest strategies for the wire representations (feature `proptest`).

@@ -1,0 +1,427 @@
+//! Whole RoCEv2 frames: Ethernet / IPv4 / UDP 4791 / BTH / extension headers
+//! / payload / pad / ICRC. [WIRE-001] [WIRE-060]
+//!
+//! [`RoceFrame::parse`] is the strict parser a switch or host uses: it
+//! returns every layer or the first error, naming the layer, its offset and
+//! the reason. It does not compute the ICRC (callers that receive from the
+//! wire use [`RoceFrame::parse_verified`]). [`LaxFrame::parse`] is the
+//! decoder's parser: it keeps every layer it could read, the error that
+//! stopped it, and always judges the ICRC when the datagram bounds are known.
+//!
+//! Frame length comes from the IPv4 total length; bytes after it (Ethernet
+//! padding) are ignored. [WIRE-022]
+
+use super::field;
+use super::{
+    icrc, BthPacket, BthRepr, EmitError, EpicHeaderPacket, EpicHeaderRepr, Error, ErrorKind,
+    EtherType, EthernetFrame, EthernetRepr, ExtHeaders, HeaderLayout, IpProtocol, Ipv4Packet,
+    Ipv4Repr, Layer, Opcode, UdpPacket, UdpRepr, BTH_LEN, EPIC_IMM_TAG, ICRC_LEN, IPV4_HEADER_LEN,
+    UDP_HEADER_LEN,
+};
+
+/// Byte offsets of the layers of a frame. [WIRE-001]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FrameLayout {
+    /// Start of the IPv4 header (14, or 18 with an 802.1Q tag).
+    pub ipv4: usize,
+    /// Start of the UDP header.
+    pub udp: usize,
+    /// Start of the BTH.
+    pub bth: usize,
+    /// Start of the ICRC.
+    pub icrc: usize,
+    /// End of the ICRC (= end of the IPv4 datagram).
+    pub end: usize,
+}
+
+impl FrameLayout {
+    /// The IPv4 datagram, header to ICRC, inclusive.
+    pub fn datagram<'a>(&self, frame: &'a [u8]) -> &'a [u8] {
+        field::slice(frame, self.ipv4..self.end)
+    }
+}
+
+/// What the layer walk found so far; shared by the strict and lax parsers.
+#[derive(Debug, Clone, Default)]
+struct Walk<'a> {
+    eth: Option<EthernetRepr>,
+    ipv4: Option<Ipv4Repr>,
+    udp: Option<UdpRepr>,
+    bth: Option<BthRepr>,
+    ext: ExtHeaders,
+    payload: Option<&'a [u8]>,
+    epic: Option<EpicHeaderRepr>,
+    layout: Option<FrameLayout>,
+}
+
+/// Walks the frame layer by layer, recording each layer in `w` as soon as it
+/// is read, and stops at the first error.
+fn walk<'a>(buf: &'a [u8], w: &mut Walk<'a>) -> Result<(), Error> {
+    let eth_frame = EthernetFrame::new_checked(buf)?;
+    let eth = EthernetRepr::parse(&eth_frame)?;
+    w.eth = Some(eth);
+    eth.require_ipv4()?;
+
+    let ip_at = eth_frame.header_len();
+    let ip_pkt =
+        Ipv4Packet::new_checked(field::rest(buf, ip_at)).map_err(|e| e.add_offset(ip_at))?;
+    let ipv4 = Ipv4Repr::parse(&ip_pkt).map_err(|e| e.add_offset(ip_at))?;
+    w.ipv4 = Some(ipv4);
+    ipv4.require_udp().map_err(|e| e.add_offset(ip_at))?;
+
+    let udp_at = ip_at + IPV4_HEADER_LEN;
+    let end = ip_at + usize::from(ip_pkt.total_len());
+    let udp_pkt =
+        UdpPacket::new_checked(field::slice(buf, udp_at..end)).map_err(|e| e.add_offset(udp_at))?;
+    let udp = UdpRepr::parse(&udp_pkt).map_err(|e| e.add_offset(udp_at))?;
+    w.udp = Some(udp);
+    udp.require_roce().map_err(|e| e.add_offset(udp_at))?;
+
+    let bth_at = udp_at + UDP_HEADER_LEN;
+    let transport_len = end - bth_at;
+    if transport_len < BTH_LEN {
+        return Err(Error::truncated(Layer::Bth, BTH_LEN, transport_len).add_offset(bth_at));
+    }
+    if transport_len < BTH_LEN + ICRC_LEN {
+        return Err(
+            Error::truncated(Layer::Icrc, ICRC_LEN, transport_len - BTH_LEN)
+                .add_offset(bth_at + BTH_LEN),
+        );
+    }
+    let icrc_at = end - ICRC_LEN;
+    w.layout = Some(FrameLayout {
+        ipv4: ip_at,
+        udp: udp_at,
+        bth: bth_at,
+        icrc: icrc_at,
+        end,
+    });
+    let body = field::slice(buf, bth_at..icrc_at);
+    let bth = BthRepr::parse(&BthPacket::new_checked(body).map_err(|e| e.add_offset(bth_at))?)
+        .map_err(|e| e.add_offset(bth_at))?;
+    w.bth = Some(bth);
+    bth.require_tver0().map_err(|e| e.add_offset(bth_at))?;
+    let layout = bth.opcode.layout().ok_or_else(|| {
+        Error::new(
+            Layer::Bth,
+            ErrorKind::UnknownOpcode {
+                opcode: bth.opcode.into(),
+            },
+        )
+        .add_offset(bth_at)
+    })?;
+
+    let ext_at = bth_at + BTH_LEN;
+    let (ext, ext_len) =
+        ExtHeaders::parse(field::rest(body, BTH_LEN), layout).map_err(|e| e.add_offset(ext_at))?;
+    w.ext = ext;
+
+    let payload_at = ext_at + ext_len;
+    let after_headers = icrc_at - payload_at;
+    let pad = usize::from(bth.pad_count);
+    if pad > after_headers {
+        return Err(Error::new(
+            Layer::Payload,
+            ErrorKind::PadOverrun {
+                pad_count: bth.pad_count,
+                available: after_headers,
+            },
+        )
+        .add_offset(payload_at));
+    }
+    let payload = field::slice(buf, payload_at..icrc_at - pad);
+    w.payload = Some(payload);
+
+    if is_epic_control(&bth, &ext) {
+        let epic = EpicHeaderRepr::parse(&EpicHeaderPacket::new_unchecked(payload))
+            .map_err(|e| e.add_offset(payload_at))?;
+        w.epic = Some(epic);
+        epic.validate().map_err(|v| {
+            Error::new(Layer::Epic, ErrorKind::EpicInvalid(v)).add_offset(payload_at)
+        })?;
+    }
+    Ok(())
+}
+
+/// Whether a packet is an EPIC control message: RC SEND_ONLY_WITH_IMMEDIATE
+/// with the EPIC tag in its ImmDt. [WIRE-101]
+pub fn is_epic_control(bth: &BthRepr, ext: &ExtHeaders) -> bool {
+    bth.opcode == Opcode::RcSendOnlyWithImmediate && ext.immdt.map(|i| i.0) == Some(EPIC_IMM_TAG)
+}
+
+/// A parsed RoCEv2 frame borrowing its buffer. [WIRE-060]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoceFrame<'a> {
+    buf: &'a [u8],
+    /// Where each layer starts.
+    pub layout: FrameLayout,
+    /// Ethernet header.
+    pub eth: EthernetRepr,
+    /// IPv4 header.
+    pub ipv4: Ipv4Repr,
+    /// UDP header.
+    pub udp: UdpRepr,
+    /// BTH.
+    pub bth: BthRepr,
+    /// Extension headers.
+    pub ext: ExtHeaders,
+    /// Payload without pad.
+    pub payload: &'a [u8],
+    /// The EPIC Collective Header, when this is a control message.
+    pub epic: Option<EpicHeaderRepr>,
+}
+
+impl<'a> RoceFrame<'a> {
+    /// Parses every layer of a frame, or returns the first error with its
+    /// layer, offset and reason. Does not check the IPv4 header checksum or
+    /// the ICRC. [WIRE-060]
+    pub fn parse(buf: &'a [u8]) -> Result<RoceFrame<'a>, Error> {
+        let mut w = Walk::default();
+        walk(buf, &mut w)?;
+        match (w.layout, w.eth, w.ipv4, w.udp, w.bth, w.payload) {
+            (Some(layout), Some(eth), Some(ipv4), Some(udp), Some(bth), Some(payload)) => {
+                Ok(RoceFrame {
+                    buf,
+                    layout,
+                    eth,
+                    ipv4,
+                    udp,
+                    bth,
+                    ext: w.ext,
+                    payload,
+                    epic: w.epic,
+                })
+            }
+            // `walk` returns Ok only after recording every layer.
+            _ => Err(Error::truncated(Layer::Ethernet, 0, buf.len())),
+        }
+    }
+
+    /// Parses and verifies the IPv4 header checksum and the ICRC: what a
+    /// receiver does before acting on a frame. [WIRE-025] [WIRE-071]
+    pub fn parse_verified(buf: &'a [u8]) -> Result<RoceFrame<'a>, Error> {
+        let f = RoceFrame::parse(buf)?;
+        f.verify()?;
+        Ok(f)
+    }
+
+    /// Checks the IPv4 header checksum, then the ICRC.
+    pub fn verify(&self) -> Result<(), Error> {
+        let ip = Ipv4Packet::new_unchecked(field::rest(self.buf, self.layout.ipv4));
+        if !ip.verify_checksum() {
+            return Err(Error::new(
+                Layer::Ipv4,
+                ErrorKind::Ipv4Checksum {
+                    carried: ip.checksum(),
+                },
+            )
+            .add_offset(self.layout.ipv4));
+        }
+        icrc::verify(self.datagram()).map_err(|e| e.add_offset(self.layout.icrc))
+    }
+
+    /// Whether the ICRC is correct.
+    pub fn icrc_ok(&self) -> bool {
+        icrc::verify(self.datagram()).is_ok()
+    }
+
+    /// The ICRC carried by the frame.
+    pub fn icrc(&self) -> u32 {
+        u32::from_le_bytes(field::array(self.buf, self.layout.icrc))
+    }
+
+    /// The IPv4 datagram (header to ICRC).
+    pub fn datagram(&self) -> &'a [u8] {
+        self.layout.datagram(self.buf)
+    }
+
+    /// The whole buffer that was parsed, Ethernet padding included.
+    pub fn buffer(&self) -> &'a [u8] {
+        self.buf
+    }
+
+    /// The owned headers, for re-emitting the frame.
+    pub fn repr(&self) -> RoceFrameRepr {
+        RoceFrameRepr {
+            eth: self.eth,
+            ipv4: self.ipv4,
+            udp: self.udp,
+            bth: self.bth,
+            ext: self.ext,
+        }
+    }
+}
+
+/// What a lax parse recovered from a frame: every layer read before the
+/// first error, that error, and the ICRC verdict whenever the datagram
+/// bounds are known. For decoders and trace inspectors. [WIRE-063]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaxFrame<'a> {
+    /// Ethernet header.
+    pub eth: Option<EthernetRepr>,
+    /// IPv4 header.
+    pub ipv4: Option<Ipv4Repr>,
+    /// Whether the IPv4 header checksum is correct.
+    pub ipv4_checksum_ok: Option<bool>,
+    /// UDP header.
+    pub udp: Option<UdpRepr>,
+    /// BTH.
+    pub bth: Option<BthRepr>,
+    /// Extension headers read.
+    pub ext: ExtHeaders,
+    /// Payload without pad.
+    pub payload: Option<&'a [u8]>,
+    /// EPIC Collective Header (possibly failing validation: see `stop`).
+    pub epic: Option<EpicHeaderRepr>,
+    /// Layer offsets, once the datagram bounds are known.
+    pub layout: Option<FrameLayout>,
+    /// The carried ICRC.
+    pub icrc: Option<u32>,
+    /// Whether the carried ICRC matches the computed one.
+    pub icrc_ok: Option<bool>,
+    /// The error that stopped parsing, if any.
+    pub stop: Option<Error>,
+}
+
+impl<'a> LaxFrame<'a> {
+    /// Parses as far as possible; never fails and never panics.
+    pub fn parse(buf: &'a [u8]) -> LaxFrame<'a> {
+        let mut w = Walk::default();
+        let stop = walk(buf, &mut w).err();
+        let ipv4_checksum_ok = match (w.eth, w.ipv4) {
+            (Some(eth), Some(_)) => Some(
+                Ipv4Packet::new_unchecked(field::rest(buf, eth.buffer_len())).verify_checksum(),
+            ),
+            _ => None,
+        };
+        let (icrc, icrc_ok) = match w.layout {
+            Some(l) => {
+                let d = l.datagram(buf);
+                (icrc::carried(d).ok(), Some(icrc::verify(d).is_ok()))
+            }
+            None => (None, None),
+        };
+        LaxFrame {
+            eth: w.eth,
+            ipv4: w.ipv4,
+            ipv4_checksum_ok,
+            udp: w.udp,
+            bth: w.bth,
+            ext: w.ext,
+            payload: w.payload,
+            epic: w.epic,
+            layout: w.layout,
+            icrc,
+            icrc_ok,
+            stop,
+        }
+    }
+
+    /// True when the frame is well formed but not RoCEv2.
+    pub fn is_not_roce(&self) -> bool {
+        self.stop.is_some_and(|e| e.is_not_roce())
+    }
+}
+
+/// The owned headers of a RoCEv2 frame; with a payload it emits a complete
+/// frame. [WIRE-001]
+///
+/// `emit` derives the length and type fields: the EtherType (IPv4), the
+/// IPv4 protocol (UDP) and payload length, and the UDP payload length. All
+/// other fields, `bth.pad_count` included, are written as given, and the
+/// IPv4 checksum and ICRC are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct RoceFrameRepr {
+    /// Ethernet header.
+    pub eth: EthernetRepr,
+    /// IPv4 header.
+    pub ipv4: Ipv4Repr,
+    /// UDP header.
+    pub udp: UdpRepr,
+    /// BTH.
+    pub bth: BthRepr,
+    /// Extension headers; must match the opcode's layout.
+    pub ext: ExtHeaders,
+}
+
+impl RoceFrameRepr {
+    /// Frame length for a payload of `payload_len` bytes.
+    pub const fn buffer_len(&self, payload_len: usize) -> usize {
+        self.eth.buffer_len()
+            + IPV4_HEADER_LEN
+            + UDP_HEADER_LEN
+            + BTH_LEN
+            + self.ext.buffer_len()
+            + payload_len
+            + self.bth.pad_count as usize
+            + ICRC_LEN
+    }
+
+    /// Sets the derived fields to what `emit` writes for a payload of
+    /// `payload_len` bytes, so that `parse(emit(r)).repr() == r`.
+    pub fn normalize(&mut self, payload_len: usize) {
+        let roce = BTH_LEN
+            + self.ext.buffer_len()
+            + payload_len
+            + usize::from(self.bth.pad_count & 0b11)
+            + ICRC_LEN;
+        self.bth.pad_count &= 0b11;
+        self.bth.tver &= 0x0f;
+        self.eth.ethertype = EtherType::Ipv4;
+        self.ipv4.protocol = IpProtocol::Udp;
+        self.ipv4.payload_len = u16::try_from(roce + UDP_HEADER_LEN).unwrap_or(u16::MAX);
+        self.udp.payload_len = u16::try_from(roce).unwrap_or(u16::MAX);
+    }
+
+    /// Writes the frame into `buf` and returns its length. The extension
+    /// headers must be exactly those the opcode carries (any for an unknown
+    /// opcode). [WIRE-001]
+    pub fn emit(&self, payload: &[u8], buf: &mut [u8]) -> Result<usize, EmitError> {
+        if let Some(layout) = self.bth.opcode.layout() {
+            let wanted = HeaderLayout {
+                payload: false,
+                ..layout
+            };
+            if wanted != self.ext.layout() {
+                return Err(EmitError::HeadersMismatchOpcode {
+                    opcode: self.bth.opcode.into(),
+                });
+            }
+        }
+        let mut r = *self;
+        r.normalize(payload.len());
+        let len = r.buffer_len(payload.len());
+        let datagram_len = len - r.eth.buffer_len();
+        if datagram_len > usize::from(u16::MAX) {
+            return Err(EmitError::TooLong { len: datagram_len });
+        }
+        field::check_emit(buf, len)?;
+        let frame = buf.get_mut(..len).unwrap_or(&mut []);
+
+        let mut at = 0usize;
+        r.eth.emit(frame)?;
+        at += r.eth.buffer_len();
+        let ip_at = at;
+        r.ipv4.emit(field_mut(frame, at))?;
+        at += IPV4_HEADER_LEN;
+        r.udp.emit(field_mut(frame, at))?;
+        at += UDP_HEADER_LEN;
+        r.bth.emit(field_mut(frame, at))?;
+        at += BTH_LEN;
+        at += r.ext.emit(field_mut(frame, at))?;
+        field::set_bytes(frame, at, payload);
+        at += payload.len();
+        let pad = usize::from(r.bth.pad_count);
+        field::set_bytes(frame, at, field::slice(&[0u8; 3], 0..pad));
+        icrc::fill(field_mut(frame, ip_at)).map_err(|_| EmitError::BufferTooSmall {
+            required: len,
+            available: buf.len(),
+        })?;
+        Ok(len)
+    }
+}
+
+fn field_mut(buf: &mut [u8], at: usize) -> &mut [u8] {
+    buf.get_mut(at..).unwrap_or(&mut [])
+}
