@@ -9,6 +9,8 @@
 //!   ImmDt, IETH, DETH, AtomicETH, AtomicAckETH, CNP) and the EPIC Collective
 //!   Header; whole-frame parsing with typed errors; ICRC; header rewrites.
 //! - [`psn`]: the 24-bit packet sequence number with serial arithmetic.
+//! - `trace` (features `serde` + `alloc`): one serializable record per
+//!   captured frame, the schema of `epic decode --format json`.
 //!
 //! The normative text is `docs/SPEC.md`; items cite its requirement IDs as
 //! `[WIRE-nnn]`, and external sources as `[IBTA …]`, `[RoCEv2 …]`, `[EPIC §…]`.
@@ -23,6 +25,14 @@
 //! with default features off, and contains no `unsafe` code.
 #![no_std]
 #![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::std_instead_of_core,
+        clippy::std_instead_of_alloc,
+        clippy::alloc_instead_of_core
+    )
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "alloc")]
@@ -31,6 +41,8 @@ extern crate alloc;
 extern crate std;
 
 pub mod psn;
+#[cfg(all(feature = "serde", feature = "alloc"))]
+pub mod trace;
 pub mod wire;
 
 #[cfg(feature = "proptest")]

@@ -1,0 +1,246 @@
+//! Reading captured frames from pcap and pcapng files.
+//!
+//! The format is chosen by the file's magic number, not its name. Only
+//! Ethernet link types are accepted. pcapng timestamps are scaled by each
+//! interface's `if_tsresol` (default microseconds): the pcap-file crate
+//! hands them over in raw units.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use pcap_file::pcap::PcapReader;
+use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
+use pcap_file::pcapng::{Block, PcapNgReader};
+use pcap_file::DataLink;
+
+/// One captured frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CapturedFrame {
+    /// Capture time in nanoseconds since the Unix epoch.
+    pub(crate) ts_ns: u64,
+    /// The captured bytes (possibly fewer than were on the wire).
+    pub(crate) data: Vec<u8>,
+}
+
+/// Why a capture cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CaptureError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not a pcap or pcapng file (magic {magic})")]
+    NotPcap { path: PathBuf, magic: String },
+    #[error("{path}: link type {linktype:?} is not Ethernet; only Ethernet captures are decoded")]
+    LinkType { path: PathBuf, linktype: DataLink },
+    #[error("{path}: malformed capture after {frames} frame(s): {reason}")]
+    Malformed {
+        path: PathBuf,
+        frames: u64,
+        reason: String,
+    },
+}
+
+const PCAP_MAGICS: [[u8; 4]; 4] = [
+    [0xd4, 0xc3, 0xb2, 0xa1],
+    [0xa1, 0xb2, 0xc3, 0xd4],
+    [0x4d, 0x3c, 0xb2, 0xa1],
+    [0xa1, 0xb2, 0x3c, 0x4d],
+];
+const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
+
+enum Inner {
+    Pcap(PcapReader<BufReader<File>>),
+    PcapNg(PcapNgReader<BufReader<File>>),
+}
+
+/// Iterates the frames of a capture file.
+pub(crate) struct CaptureReader {
+    path: PathBuf,
+    inner: Inner,
+    frames: u64,
+    done: bool,
+}
+
+impl CaptureReader {
+    /// Opens `path` and reads its header.
+    pub(crate) fn open(path: &Path) -> Result<CaptureReader, CaptureError> {
+        let io = |source| CaptureError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = File::open(path).map_err(io)?;
+        let mut magic = [0u8; 4];
+        let got = read_up_to(&mut file, &mut magic).map_err(io)?;
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let malformed = |e: pcap_file::PcapError| CaptureError::Malformed {
+            path: path.to_path_buf(),
+            frames: 0,
+            reason: e.to_string(),
+        };
+        let reader = BufReader::new(file);
+        let inner = if got == 4 && PCAP_MAGICS.contains(&magic) {
+            let r = PcapReader::new(reader).map_err(malformed)?;
+            let linktype = r.header().datalink;
+            if linktype != DataLink::ETHERNET {
+                return Err(CaptureError::LinkType {
+                    path: path.to_path_buf(),
+                    linktype,
+                });
+            }
+            Inner::Pcap(r)
+        } else if got == 4 && magic == PCAPNG_MAGIC {
+            Inner::PcapNg(PcapNgReader::new(reader).map_err(malformed)?)
+        } else {
+            let shown: Vec<String> = magic[..got].iter().map(|b| format!("{b:02x}")).collect();
+            return Err(CaptureError::NotPcap {
+                path: path.to_path_buf(),
+                magic: if shown.is_empty() {
+                    "none: empty file".to_string()
+                } else {
+                    shown.join(" ")
+                },
+            });
+        };
+        Ok(CaptureReader {
+            path: path.to_path_buf(),
+            inner,
+            frames: 0,
+            done: false,
+        })
+    }
+
+    fn malformed(&mut self, reason: String) -> CaptureError {
+        self.done = true;
+        CaptureError::Malformed {
+            path: self.path.clone(),
+            frames: self.frames,
+            reason,
+        }
+    }
+
+    fn next_frame(&mut self) -> Option<Result<CapturedFrame, CaptureError>> {
+        if self.done {
+            return None;
+        }
+        let next = match &mut self.inner {
+            Inner::Pcap(r) => match r.next_packet()? {
+                Ok(p) => Ok(CapturedFrame {
+                    ts_ns: u64::try_from(p.timestamp.as_nanos()).unwrap_or(u64::MAX),
+                    data: p.data.into_owned(),
+                }),
+                Err(e) => Err(e.to_string()),
+            },
+            Inner::PcapNg(r) => next_pcapng(r, &self.path)?,
+        };
+        match next {
+            Ok(frame) => {
+                self.frames += 1;
+                Some(Ok(frame))
+            }
+            Err(reason) => Some(Err(self.malformed(reason))),
+        }
+    }
+}
+
+impl Iterator for CaptureReader {
+    type Item = Result<CapturedFrame, CaptureError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.next_frame();
+        if let Some(Err(CaptureError::LinkType { .. })) = &item {
+            self.done = true;
+        }
+        item
+    }
+}
+
+/// The next packet block of a pcapng file, skipping other blocks.
+fn next_pcapng(
+    r: &mut PcapNgReader<BufReader<File>>,
+    path: &Path,
+) -> Option<Result<CapturedFrame, String>> {
+    loop {
+        let (interface_id, raw_ts, data) = match r.next_block()? {
+            Err(e) => return Some(Err(e.to_string())),
+            Ok(Block::EnhancedPacket(p)) => (
+                p.interface_id,
+                // pcap-file stores the raw 64-bit timestamp as nanoseconds.
+                p.timestamp.as_nanos(),
+                p.data.into_owned(),
+            ),
+            Ok(Block::SimplePacket(p)) => (0, 0, p.data.into_owned()),
+            Ok(_) => continue,
+        };
+        let Some(iface) = r.interfaces().get(interface_id as usize) else {
+            return Some(Err(format!(
+                "packet on interface {interface_id}, which is not described"
+            )));
+        };
+        if iface.linktype != DataLink::ETHERNET {
+            return Some(Err(format!(
+                "{}: interface {interface_id} has link type {:?}; only Ethernet is decoded",
+                path.display(),
+                iface.linktype
+            )));
+        }
+        let resol = iface
+            .options
+            .iter()
+            .find_map(|o| match o {
+                InterfaceDescriptionOption::IfTsResol(v) => Some(*v),
+                _ => None,
+            })
+            .unwrap_or(6);
+        return Some(Ok(CapturedFrame {
+            ts_ns: scale_to_ns(raw_ts, resol),
+            data,
+        }));
+    }
+}
+
+/// Converts a pcapng timestamp in `if_tsresol` units to nanoseconds:
+/// MSB clear means 10^-v seconds per unit, set means 2^-(v & 0x7f).
+fn scale_to_ns(raw: u128, resol: u8) -> u64 {
+    let ns = if resol & 0x80 == 0 {
+        let exp = u32::from(resol);
+        if exp <= 9 {
+            raw.saturating_mul(10u128.pow(9 - exp))
+        } else {
+            raw / 10u128.saturating_pow(exp - 9)
+        }
+    } else {
+        let exp = u32::from(resol & 0x7f).min(127);
+        raw.saturating_mul(1_000_000_000) >> exp
+    };
+    u64::try_from(ns).unwrap_or(u64::MAX)
+}
+
+/// Reads until `buf` is full or the file ends; returns the bytes read.
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(buf.get_mut(got..).unwrap_or(&mut []))? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tsresol_scaling() {
+        assert_eq!(scale_to_ns(1_500_000, 6), 1_500_000_000);
+        assert_eq!(scale_to_ns(1_500_000_000, 9), 1_500_000_000);
+        assert_eq!(scale_to_ns(15, 1), 1_500_000_000);
+        assert_eq!(scale_to_ns(1 << 20, 0x80 | 20), 1_000_000_000);
+        assert_eq!(scale_to_ns(5_000, 12), 5);
+        assert_eq!(scale_to_ns(u128::MAX, 0), u64::MAX);
+    }
+}
