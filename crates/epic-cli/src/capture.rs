@@ -94,7 +94,7 @@ impl CaptureReader {
         } else if got == 4 && magic == PCAPNG_MAGIC {
             Inner::PcapNg(PcapNgReader::new(reader).map_err(malformed)?)
         } else {
-            let shown: Vec<String> = magic[..got].iter().map(|b| format!("{b:02x}")).collect();
+            let shown: Vec<String> = magic.iter().take(got).map(|b| format!("{b:02x}")).collect();
             return Err(CaptureError::NotPcap {
                 path: path.to_path_buf(),
                 magic: if shown.is_empty() {
