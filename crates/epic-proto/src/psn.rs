@@ -10,48 +10,27 @@
 use core::cmp::Ordering;
 use core::fmt;
 
-use crate::wire::ValueTooBig;
-
-/// A 24-bit packet sequence number with serial-number arithmetic. [WIRE-050]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(try_from = "u32", into = "u32"))]
-pub struct Psn(u32);
+crate::wire::field::bounded_newtype!(
+    /// A 24-bit packet sequence number with serial-number arithmetic. [WIRE-050]
+    Psn(u32),
+    max = (1 << 24) - 1
+);
 
 impl Psn {
     /// Number of distinct PSNs.
     pub const MODULUS: u32 = 1 << 24;
     /// Bit mask of the 24 PSN bits.
     pub const MASK: u32 = Self::MODULUS - 1;
-    /// The largest PSN.
-    pub const MAX: Psn = Psn(Self::MASK);
     /// PSN zero.
     pub const ZERO: Psn = Psn(0);
     /// Half the circle: the largest forward distance that still means
     /// "after" is `HALF - 1`.
     pub const HALF: u32 = 1 << 23;
 
-    /// A PSN from a value that must fit in 24 bits.
-    pub const fn try_new(value: u32) -> Result<Psn, ValueTooBig> {
-        if value > Self::MASK {
-            Err(ValueTooBig {
-                value: value as u64,
-                max: Self::MASK as u64,
-            })
-        } else {
-            Ok(Psn(value))
-        }
-    }
-
     /// A PSN from the low 24 bits of `value` (the upper 8 are dropped, as on
     /// the wire).
     pub const fn from_truncated(value: u32) -> Psn {
         Psn(value & Self::MASK)
-    }
-
-    /// The 24-bit value.
-    pub const fn value(self) -> u32 {
-        self.0
     }
 
     /// `self + n`, wrapping at 2^24.
@@ -115,19 +94,6 @@ impl Psn {
     }
 }
 
-impl TryFrom<u32> for Psn {
-    type Error = ValueTooBig;
-    fn try_from(value: u32) -> Result<Self, Self::Error> {
-        Psn::try_new(value)
-    }
-}
-
-impl From<Psn> for u32 {
-    fn from(psn: Psn) -> u32 {
-        psn.0
-    }
-}
-
 impl fmt::Display for Psn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.0, f)
@@ -137,12 +103,13 @@ impl fmt::Display for Psn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::ValueTooBig;
     use proptest::prelude::*;
 
     // [WIRE-050]
     #[test]
     fn wraparound_order() {
-        let max = Psn::MAX;
+        let max = Psn::from_truncated(Psn::MASK);
         let zero = Psn::ZERO;
         assert_eq!(max.next(), zero);
         assert!(zero.is_after(max));

@@ -14,50 +14,15 @@
 
 use core::fmt;
 
-use super::field::{self, Field};
-use super::{EmitError, Error, ErrorKind, Layer, Opcode, ValueTooBig};
+use super::field::{self, bounded_newtype, Field};
+use super::{EmitError, Error, ErrorKind, Layer, Opcode};
 use crate::psn::Psn;
 
-/// A 24-bit queue pair number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(try_from = "u32", into = "u32"))]
-pub struct Qpn(u32);
-
-impl Qpn {
-    /// The largest QPN.
-    pub const MAX: u32 = 0x00ff_ffff;
-
-    /// A QPN; fails above 2^24 − 1.
-    pub const fn try_new(value: u32) -> Result<Qpn, ValueTooBig> {
-        if value > Self::MAX {
-            Err(ValueTooBig {
-                value: value as u64,
-                max: Self::MAX as u64,
-            })
-        } else {
-            Ok(Qpn(value))
-        }
-    }
-
-    /// The number.
-    pub const fn value(self) -> u32 {
-        self.0
-    }
-}
-
-impl TryFrom<u32> for Qpn {
-    type Error = ValueTooBig;
-    fn try_from(value: u32) -> Result<Self, Self::Error> {
-        Qpn::try_new(value)
-    }
-}
-
-impl From<Qpn> for u32 {
-    fn from(q: Qpn) -> u32 {
-        q.0
-    }
-}
+bounded_newtype!(
+    /// A 24-bit queue pair number.
+    Qpn(u32),
+    max = 0x00ff_ffff
+);
 
 impl fmt::Display for Qpn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -374,7 +339,7 @@ mod tests {
         assert_eq!(r.pad_count, 3);
         assert_eq!(r.tver, 15);
         assert_eq!(r.dest_qp.value(), 0xabcdef);
-        assert_eq!(r.psn, Psn::MAX);
+        assert_eq!(r.psn.value(), Psn::MAX);
         // [WIRE-041]
         assert_eq!(
             r.require_tver0().unwrap_err().kind,

@@ -6,8 +6,8 @@
 
 use core::fmt;
 
-use super::field::{self, enum_with_unknown, Field};
-use super::{EmitError, Error, ErrorKind, Layer, ValueTooBig};
+use super::field::{self, bounded_newtype, enum_with_unknown, Field};
+use super::{EmitError, Error, ErrorKind, Layer};
 
 /// A 48-bit MAC address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -40,87 +40,17 @@ enum_with_unknown! {
     }
 }
 
-/// A 12-bit VLAN identifier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(try_from = "u16", into = "u16"))]
-pub struct VlanId(u16);
+bounded_newtype!(
+    /// A 12-bit VLAN identifier.
+    VlanId(u16),
+    max = 0x0fff
+);
 
-impl VlanId {
-    /// The largest VLAN id.
-    pub const MAX: u16 = 0x0fff;
-
-    /// A VLAN id; fails above 4095.
-    pub const fn try_new(value: u16) -> Result<VlanId, ValueTooBig> {
-        if value > Self::MAX {
-            Err(ValueTooBig {
-                value: value as u64,
-                max: Self::MAX as u64,
-            })
-        } else {
-            Ok(VlanId(value))
-        }
-    }
-
-    /// The id.
-    pub const fn value(self) -> u16 {
-        self.0
-    }
-}
-
-impl TryFrom<u16> for VlanId {
-    type Error = ValueTooBig;
-    fn try_from(value: u16) -> Result<Self, Self::Error> {
-        VlanId::try_new(value)
-    }
-}
-
-impl From<VlanId> for u16 {
-    fn from(id: VlanId) -> u16 {
-        id.0
-    }
-}
-
-/// A 3-bit 802.1Q priority code point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(try_from = "u8", into = "u8"))]
-pub struct VlanPcp(u8);
-
-impl VlanPcp {
-    /// The largest priority.
-    pub const MAX: u8 = 7;
-
-    /// A priority; fails above 7.
-    pub const fn try_new(value: u8) -> Result<VlanPcp, ValueTooBig> {
-        if value > Self::MAX {
-            Err(ValueTooBig {
-                value: value as u64,
-                max: Self::MAX as u64,
-            })
-        } else {
-            Ok(VlanPcp(value))
-        }
-    }
-
-    /// The priority.
-    pub const fn value(self) -> u8 {
-        self.0
-    }
-}
-
-impl TryFrom<u8> for VlanPcp {
-    type Error = ValueTooBig;
-    fn try_from(value: u8) -> Result<Self, Self::Error> {
-        VlanPcp::try_new(value)
-    }
-}
-
-impl From<VlanPcp> for u8 {
-    fn from(p: VlanPcp) -> u8 {
-        p.0
-    }
-}
+bounded_newtype!(
+    /// A 3-bit 802.1Q priority code point.
+    VlanPcp(u8),
+    max = 7
+);
 
 /// An 802.1Q tag control information word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -207,3 +207,72 @@ pub(crate) fn check_emit(buf: &[u8], required: usize) -> Result<(), super::EmitE
         Ok(())
     }
 }
+
+/// Declares a newtype over an integer limited to `0..=MAX`, with `try_new`,
+/// `value`, `TryFrom` and `From` (etherparse style); serde goes through the
+/// checked conversion.
+macro_rules! bounded_newtype {
+    ($(#[$attr:meta])* $name:ident($ty:ty), max = $max:expr) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+        #[cfg_attr(feature = "serde", serde(try_from = "u64", into = "u64"))]
+        pub struct $name($ty);
+
+        impl $name {
+            /// The largest value.
+            pub const MAX: $ty = $max;
+
+            /// The value, or an error when it exceeds `MAX`.
+            pub const fn try_new(value: $ty) -> Result<$name, $crate::wire::ValueTooBig> {
+                if value > Self::MAX {
+                    Err($crate::wire::ValueTooBig {
+                        value: value as u64,
+                        max: Self::MAX as u64,
+                    })
+                } else {
+                    Ok($name(value))
+                }
+            }
+
+            /// The value.
+            pub const fn value(self) -> $ty {
+                self.0
+            }
+        }
+
+        impl TryFrom<$ty> for $name {
+            type Error = $crate::wire::ValueTooBig;
+            fn try_from(value: $ty) -> Result<Self, Self::Error> {
+                $name::try_new(value)
+            }
+        }
+
+        impl TryFrom<u64> for $name {
+            type Error = $crate::wire::ValueTooBig;
+            fn try_from(value: u64) -> Result<Self, Self::Error> {
+                <$ty>::try_from(value)
+                    .ok()
+                    .and_then(|v| $name::try_new(v).ok())
+                    .ok_or($crate::wire::ValueTooBig {
+                        value,
+                        max: Self::MAX as u64,
+                    })
+            }
+        }
+
+        impl From<$name> for $ty {
+            fn from(v: $name) -> $ty {
+                v.0
+            }
+        }
+
+        impl From<$name> for u64 {
+            fn from(v: $name) -> u64 {
+                v.0 as u64
+            }
+        }
+    };
+}
+
+pub(crate) use bounded_newtype;

@@ -7,8 +7,8 @@
 
 use core::net::Ipv4Addr;
 
-use super::field::{self, enum_with_unknown, Field};
-use super::{EmitError, Error, ErrorKind, Layer, ValueTooBig};
+use super::field::{self, bounded_newtype, enum_with_unknown, Field};
+use super::{EmitError, Error, ErrorKind, Layer};
 
 enum_with_unknown! {
     /// IP protocol numbers EPIC meets.
@@ -22,46 +22,11 @@ enum_with_unknown! {
     }
 }
 
-/// A 6-bit Differentiated Services code point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(try_from = "u8", into = "u8"))]
-pub struct Dscp(u8);
-
-impl Dscp {
-    /// The largest DSCP.
-    pub const MAX: u8 = 63;
-
-    /// A DSCP; fails above 63.
-    pub const fn try_new(value: u8) -> Result<Dscp, ValueTooBig> {
-        if value > Self::MAX {
-            Err(ValueTooBig {
-                value: value as u64,
-                max: Self::MAX as u64,
-            })
-        } else {
-            Ok(Dscp(value))
-        }
-    }
-
-    /// The code point.
-    pub const fn value(self) -> u8 {
-        self.0
-    }
-}
-
-impl TryFrom<u8> for Dscp {
-    type Error = ValueTooBig;
-    fn try_from(value: u8) -> Result<Self, Self::Error> {
-        Dscp::try_new(value)
-    }
-}
-
-impl From<Dscp> for u8 {
-    fn from(d: Dscp) -> u8 {
-        d.0
-    }
-}
+bounded_newtype!(
+    /// A 6-bit Differentiated Services code point.
+    Dscp(u8),
+    max = 63
+);
 
 /// The 2-bit ECN field. [RFC 3168]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
