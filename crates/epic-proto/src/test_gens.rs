@@ -495,7 +495,7 @@ type EpicShape = (ReduceOp, DataType, u32, u64, u16);
 /// header to validate. [WIRE-111]–[WIRE-114]
 fn epic_shape(collective: Collective, quantized: bool) -> BoxedStrategy<EpicShape> {
     if collective == Collective::Barrier {
-        return (any::<u16>())
+        return any::<u16>()
             .prop_map(|bytes| (ReduceOp::None, DataType::None, 0u32, 0u64, bytes))
             .boxed();
     }
@@ -518,7 +518,7 @@ fn epic_shape(collective: Collective, quantized: bool) -> BoxedStrategy<EpicShap
             let size = u64::from(data_type.size_bytes().unwrap_or(1));
             let max_packets = u64::from(Psn::HALF - 1);
             if quantized {
-                (0..Psn::HALF, any::<u64>())
+                (prop_oneof![0..Psn::HALF, Just(Psn::HALF - 1)], any::<u64>())
                     .prop_map(move |(packets, elements)| (op, data_type, packets, elements, bytes))
                     .boxed()
             } else {
