@@ -275,10 +275,11 @@ fn golden_frames() -> Vec<(&'static str, Vec<u8>)> {
     let mut bad = data(Opcode::RcSendOnly, 11, 16, 3);
     bad[14 + 8] = 1; // TTL, masked by the ICRC
     v.push(("bad ipv4 checksum (ttl edited)", bad));
-    // [WIRE-021] IHL 6.
-    let mut bad = data(Opcode::RcSendOnly, 12, 16, 3);
-    bad[14] = 0x46;
-    v.push(("ipv4 options (ihl 6)", bad));
+    // [WIRE-021] IHL 6: four option bytes before a UDP header to 4791.
+    v.push((
+        "ipv4 options (ihl 6)",
+        with_ip_options(data(Opcode::RcSendOnly, 12, 16, 3)),
+    ));
     // [WIRE-023] Fragment.
     let mut bad = data(Opcode::RcSendOnly, 13, 16, 3);
     bad[14 + 6] = 0x20;
@@ -324,7 +325,26 @@ fn golden_frames() -> Vec<(&'static str, Vec<u8>)> {
     v.push(("udp port 53 (not roce)", dns));
     // A frame too short for an Ethernet header.
     v.push(("runt", vec![0x02, 0, 0, 0, 0, 2, 0x02]));
+    // [WIRE-021] [WIRE-030] Options in front of UDP to port 53: not RoCEv2.
+    let mut dns = data(Opcode::RcSendOnly, 22, 16, 3);
+    dns[36..38].copy_from_slice(&53u16.to_be_bytes());
+    v.push(("ipv4 options, udp port 53 (not roce)", with_ip_options(dns)));
+    // [WIRE-023] A fragment is not RoCEv2 traffic.
+    let mut frag = data(Opcode::RcSendOnly, 23, 16, 3);
+    frag[14 + 7] = 0x10;
+    v.push(("ipv4 non-first fragment (not roce)", refresh_ip_only(frag)));
     v
+}
+
+/// Inserts four NOP option bytes after the IPv4 header (IHL 6).
+fn with_ip_options(f: Vec<u8>) -> Vec<u8> {
+    let mut out = f[..34].to_vec();
+    out.extend_from_slice(&[1, 1, 1, 1]);
+    out.extend_from_slice(&f[34..]);
+    out[14] = 0x46;
+    let total = u16::from_be_bytes([out[16], out[17]]) + 4;
+    out[16..18].copy_from_slice(&total.to_be_bytes());
+    out
 }
 
 fn refresh_ip_only(mut f: Vec<u8>) -> Vec<u8> {
@@ -436,7 +456,10 @@ fn golden_records_say_what_each_frame_is() {
             "truncated in bth (ipv4 length beyond frame)" => Some("ipv4"),
             "pad overrun" => Some("payload"),
             "epic version 2" | "epic invalid packet count" => Some("epic"),
-            "udp length mismatch" | "udp port 53 (not roce)" => Some("udp"),
+            "udp length mismatch"
+            | "udp port 53 (not roce)"
+            | "ipv4 options, udp port 53 (not roce)" => Some("udp"),
+            "ipv4 non-first fragment (not roce)" => Some("ipv4"),
             "arp (not roce)" | "runt" => Some("ethernet"),
             _ => None,
         };
@@ -450,7 +473,9 @@ fn golden_records_say_what_each_frame_is() {
             | "ipv4 options (ihl 6)"
             | "ipv4 fragment (mf)"
             | "truncated in bth (ipv4 length beyond frame)"
-            | "udp port 53 (not roce)" => {
+            | "udp port 53 (not roce)"
+            | "ipv4 options, udp port 53 (not roce)"
+            | "ipv4 non-first fragment (not roce)" => {
                 assert_eq!(icrc_ok, None, "{name}")
             }
             _ => assert_eq!(icrc_ok, Some(true), "{name}"),
@@ -467,6 +492,8 @@ fn golden_records_say_what_each_frame_is() {
                     | "ipv4 options (ihl 6)"
                     | "ipv4 fragment (mf)"
                     | "truncated in bth (ipv4 length beyond frame)"
+                    | "ipv4 options, udp port 53 (not roce)"
+                    | "ipv4 non-first fragment (not roce)"
             ),
             "{name}"
         );

@@ -421,11 +421,12 @@ impl fmt::Display for FrameRecord {
             None => {}
         }
         if let Some(e) = &self.error {
-            let foreign = matches!(
-                e.reason,
-                ErrorKind::NotIpv4 { .. } | ErrorKind::NotUdp { .. } | ErrorKind::NotRoce { .. }
-            );
-            if foreign {
+            let err = Error {
+                layer: e.layer,
+                offset: e.offset,
+                kind: e.reason,
+            };
+            if err.is_not_roce() {
                 write!(f, " [{}]", e.reason)?;
             } else {
                 write!(f, " ERROR {}@{}: {}", e.layer, e.offset, e.reason)?;

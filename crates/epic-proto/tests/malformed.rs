@@ -335,7 +335,8 @@ fn expected_prefix_error(repr: &RoceFrameRepr, k: usize) -> Error {
     if k < ETHERNET_HEADER_LEN {
         truncated(Layer::Ethernet, 0, ETHERNET_HEADER_LEN, k)
     } else if k < e {
-        truncated(Layer::Vlan, 0, ETHERNET_VLAN_HEADER_LEN, k)
+        // The tag layer starts at its TPID, offset 12.
+        truncated(Layer::Vlan, 12, ETHERNET_VLAN_HEADER_LEN - 12, k - 12)
     } else if k < e + IPV4_HEADER_LEN {
         truncated(Layer::Ipv4, e, IPV4_HEADER_LEN, k - e)
     } else {
@@ -666,6 +667,9 @@ proptest! {
         buf[bth + BTH_ECN_BYTE] |= reserved4;
         buf[bth + 8] |= reserved8;
         refresh_checksums(&mut buf).unwrap();
+        // refresh_checksums zeroes the UDP checksum. [WIRE-032]
+        let mut repr = repr;
+        repr.udp.checksum = 0;
         let before = RoceFrame::parse(&buf).unwrap();
         prop_assert_eq!(before.repr(), repr);
         let (layout, epic) = (before.layout, before.epic);
@@ -685,6 +689,19 @@ proptest! {
         if let Some(a) = rw.ack_req { want.bth.ack_req = a; }
         if let Some(b) = rw.fecn { want.bth.fecn = b; }
         if let Some(b) = rw.becn { want.bth.becn = b; }
+        // A rewrite of anything the UDP checksum covers zeroes a non-zero
+        // UDP checksum instead of leaving it stale. [WIRE-032]
+        let covers_udp = rw.src_ip.is_some()
+            || rw.dst_ip.is_some()
+            || rw.udp_src_port.is_some()
+            || rw.dest_qp.is_some()
+            || rw.psn.is_some()
+            || rw.ack_req.is_some()
+            || rw.fecn.is_some()
+            || rw.becn.is_some();
+        if covers_udp {
+            want.udp.checksum = 0;
+        }
         prop_assert_eq!(f.repr(), want);
         prop_assert_eq!(f.payload, &payload[..]);
         prop_assert_eq!(f.epic, epic);
@@ -921,8 +938,9 @@ proptest! {
         prop_assert!(got.is_not_roce() && LaxFrame::parse(&buf).is_not_roce());
     }
 
-    // [WIRE-020] [WIRE-021] [WIRE-023] IPv4 version, options and fragments
-    // are errors at the IPv4 offset, and not "not RoCE".
+    // [WIRE-020] [WIRE-021] [WIRE-023] [WIRE-064] IPv4 version and options
+    // are errors at the IPv4 offset; options in front of another UDP port,
+    // and fragments, are "not RoCEv2".
     #[test]
     fn ipv4_header_errors_are_typed(
         (repr, payload) in frames(64),
@@ -937,14 +955,26 @@ proptest! {
         prop_assert_eq!(RoceFrame::parse(&m).err(), Some(err(Layer::Ipv4, e, ErrorKind::UnsupportedIpVersion { version })));
         let mut m = buf.clone();
         m[e] = 0x40 | ihl;
-        prop_assert_eq!(RoceFrame::parse(&m).err(), Some(err(Layer::Ipv4, e, ErrorKind::Ipv4Options { ihl })));
+        // Behind options, a UDP header to a port other than 4791 makes the
+        // datagram not RoCEv2; otherwise the options are the error.
+        let udp_at = usize::from(ihl) * 4;
+        let peeked = (ihl > 5 && m.len() >= e + udp_at + 8)
+            .then(|| u16::from_be_bytes([m[e + udp_at + 2], m[e + udp_at + 3]]))
+            .filter(|port| *port != ROCEV2_PORT);
+        let want = match peeked {
+            Some(dst_port) => err(Layer::Udp, e + udp_at, ErrorKind::NotRoce { dst_port }),
+            None => err(Layer::Ipv4, e, ErrorKind::Ipv4Options { ihl }),
+        };
+        prop_assert_eq!(RoceFrame::parse(&m).err(), Some(want));
+        prop_assert_eq!(want.is_not_roce(), peeked.is_some());
         // MF (0x2000) or a fragment offset, DF kept as it was.
         let mut m = buf.clone();
         let flags = u16::from_be_bytes([m[e + 6], m[e + 7]]) & 0x4000;
         m[e + 6..e + 8].copy_from_slice(&(flags | (frag & 0x3fff)).to_be_bytes());
         let got = RoceFrame::parse(&m).unwrap_err();
         prop_assert_eq!(got, err(Layer::Ipv4, e, ErrorKind::Ipv4Fragment));
-        prop_assert!(!got.is_not_roce());
+        // A fragment is never RoCEv2: ordinary IP forwarding takes it. [WIRE-023]
+        prop_assert!(got.is_not_roce());
     }
 }
 

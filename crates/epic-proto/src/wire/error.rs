@@ -114,7 +114,8 @@ pub enum ErrorKind {
         available: usize,
     },
     /// The datagram is a fragment (MF set or a non-zero fragment offset).
-    /// [WIRE-023]
+    /// RoCEv2 is never fragmented, so a fragment is not RoCEv2 traffic: it
+    /// belongs to ordinary IP forwarding. [WIRE-023]
     Ipv4Fragment,
     /// The IPv4 protocol is not UDP: not a RoCEv2 frame. [WIRE-024]
     NotUdp {
@@ -297,12 +298,17 @@ impl Error {
         self
     }
 
-    /// True when the frame is well formed but simply not RoCEv2 (another
-    /// EtherType, IP protocol or UDP port). [WIRE-011]
+    /// True when the frame is simply not RoCEv2 (another EtherType, IP
+    /// protocol or UDP port, or an IPv4 fragment): the RoCE/EPIC path leaves
+    /// it to ordinary forwarding instead of counting it as malformed.
+    /// [WIRE-011] [WIRE-023] [WIRE-064]
     pub const fn is_not_roce(&self) -> bool {
         matches!(
             self.kind,
-            ErrorKind::NotIpv4 { .. } | ErrorKind::NotUdp { .. } | ErrorKind::NotRoce { .. }
+            ErrorKind::NotIpv4 { .. }
+                | ErrorKind::NotUdp { .. }
+                | ErrorKind::NotRoce { .. }
+                | ErrorKind::Ipv4Fragment
         )
     }
 }
@@ -352,6 +358,9 @@ pub enum EmitError {
         /// The length that does not fit.
         len: usize,
     },
+    /// An Ethernet header without a tag whose EtherType is 0x8100: it would
+    /// read back as tagged (local API misuse).
+    AmbiguousEthertype,
     /// The representation asks for headers its opcode does not carry, or
     /// lacks ones it does (local API misuse).
     HeadersMismatchOpcode {
@@ -369,6 +378,9 @@ impl fmt::Display for EmitError {
             } => write!(f, "buffer of {available} bytes, {required} needed"),
             EmitError::TooLong { len } => {
                 write!(f, "frame of {len} bytes overflows a length field")
+            }
+            EmitError::AmbiguousEthertype => {
+                f.write_str("untagged Ethernet header with EtherType 0x8100")
             }
             EmitError::HeadersMismatchOpcode { opcode } => {
                 write!(f, "extension headers do not match opcode 0x{opcode:02x}")

@@ -122,7 +122,14 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
         let buf = self.buffer.as_ref();
         field::check_len(buf, fields::UNTAGGED_LEN, Layer::Ethernet)?;
         if self.has_vlan() {
-            field::check_len(buf, fields::TAGGED_LEN, Layer::Vlan)?;
+            // The tag layer starts at its TPID (offset 12).
+            let tag = field::rest(buf, fields::ETHERTYPE.start);
+            field::check_len(
+                tag,
+                fields::TAGGED_LEN - fields::ETHERTYPE.start,
+                Layer::Vlan,
+            )
+            .map_err(|e| e.add_offset(fields::ETHERTYPE.start))?;
         }
         Ok(())
     }
@@ -229,8 +236,12 @@ impl EthernetRepr {
         }
     }
 
-    /// Writes the header into the first `buffer_len()` bytes of `buf`.
+    /// Writes the header into the first `buffer_len()` bytes of `buf`. An
+    /// untagged header cannot carry EtherType 0x8100.
     pub fn emit(&self, buf: &mut [u8]) -> Result<(), EmitError> {
+        if self.vlan.is_none() && self.ethertype == EtherType::Vlan {
+            return Err(EmitError::AmbiguousEthertype);
+        }
         if buf.len() < self.buffer_len() {
             return Err(EmitError::BufferTooSmall {
                 required: self.buffer_len(),
@@ -324,11 +335,12 @@ mod tests {
     fn truncated_tag_names_vlan() {
         let err = EthernetFrame::new_checked(&TAGGED[..16]).unwrap_err();
         assert_eq!(err.layer, Layer::Vlan);
+        assert_eq!(err.offset, 12);
         assert_eq!(
             err.kind,
             ErrorKind::Truncated {
-                required: 18,
-                available: 16
+                required: 6,
+                available: 4
             }
         );
         let err = EthernetFrame::new_checked(&UNTAGGED[..13]).unwrap_err();
@@ -344,6 +356,17 @@ mod tests {
         let err = r.require_ipv4().unwrap_err();
         assert!(err.is_not_roce());
         assert_eq!(r.ethertype, EtherType::Arp);
+    }
+
+    #[test]
+    fn untagged_vlan_ethertype_is_an_emit_error() {
+        let r = EthernetRepr {
+            dst: EthernetAddress([1; 6]),
+            src: EthernetAddress([2; 6]),
+            vlan: None,
+            ethertype: EtherType::Vlan,
+        };
+        assert_eq!(r.emit(&mut [0u8; 18]), Err(EmitError::AmbiguousEthertype));
     }
 
     #[test]

@@ -79,24 +79,35 @@ impl ExtHeaders {
     /// Parses the headers `layout` names from the start of `buf`; offsets in
     /// errors are relative to `buf`. Returns the headers and their length.
     pub fn parse(buf: &[u8], layout: HeaderLayout) -> Result<(ExtHeaders, usize), Error> {
+        let mut ext = ExtHeaders::default();
+        let len = ExtHeaders::parse_into(buf, layout, &mut ext)?;
+        Ok((ext, len))
+    }
+
+    /// Like [`parse`](Self::parse), but fills `out` header by header, so
+    /// that on an error `out` still holds the headers before the failing
+    /// one (for lax decoding). Returns the length parsed.
+    pub fn parse_into(
+        buf: &[u8],
+        layout: HeaderLayout,
+        out: &mut ExtHeaders,
+    ) -> Result<usize, Error> {
         let mut at = 0usize;
-        let ext = ExtHeaders {
-            deth: parse_one!(buf, at, layout.deth, DethPacket, DethRepr),
-            reth: parse_one!(buf, at, layout.reth, RethPacket, RethRepr),
-            atomic_eth: parse_one!(buf, at, layout.atomic_eth, AtomicEthPacket, AtomicEthRepr),
-            aeth: parse_one!(buf, at, layout.aeth, AethPacket, AethRepr),
-            atomic_ack_eth: parse_one!(
-                buf,
-                at,
-                layout.atomic_ack_eth,
-                AtomicAckEthPacket,
-                AtomicAckEthRepr
-            ),
-            immdt: parse_one!(buf, at, layout.immdt, ImmDtPacket, ImmDtRepr),
-            ieth: parse_one!(buf, at, layout.ieth, IethPacket, IethRepr),
-            cnp: parse_one!(buf, at, layout.cnp, CnpPacket, CnpRepr),
-        };
-        Ok((ext, at))
+        out.deth = parse_one!(buf, at, layout.deth, DethPacket, DethRepr);
+        out.reth = parse_one!(buf, at, layout.reth, RethPacket, RethRepr);
+        out.atomic_eth = parse_one!(buf, at, layout.atomic_eth, AtomicEthPacket, AtomicEthRepr);
+        out.aeth = parse_one!(buf, at, layout.aeth, AethPacket, AethRepr);
+        out.atomic_ack_eth = parse_one!(
+            buf,
+            at,
+            layout.atomic_ack_eth,
+            AtomicAckEthPacket,
+            AtomicAckEthRepr
+        );
+        out.immdt = parse_one!(buf, at, layout.immdt, ImmDtPacket, ImmDtRepr);
+        out.ieth = parse_one!(buf, at, layout.ieth, IethPacket, IethRepr);
+        out.cnp = parse_one!(buf, at, layout.cnp, CnpPacket, CnpRepr);
+        Ok(at)
     }
 
     /// Writes the present headers in wire order; returns their length.

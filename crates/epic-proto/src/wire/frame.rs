@@ -16,7 +16,7 @@ use super::{
     icrc, BthPacket, BthRepr, EmitError, EpicHeaderPacket, EpicHeaderRepr, Error, ErrorKind,
     EtherType, EthernetFrame, EthernetRepr, ExtHeaders, HeaderLayout, IpProtocol, Ipv4Packet,
     Ipv4Repr, Layer, Opcode, UdpPacket, UdpRepr, BTH_LEN, EPIC_IMM_TAG, ICRC_LEN, IPV4_HEADER_LEN,
-    UDP_HEADER_LEN,
+    ROCEV2_PORT, UDP_HEADER_LEN,
 };
 
 /// Byte offsets of the layers of a frame. [WIRE-001]
@@ -52,6 +52,7 @@ struct Walk<'a> {
     payload: Option<&'a [u8]>,
     epic: Option<EpicHeaderRepr>,
     layout: Option<FrameLayout>,
+    payload_at: usize,
 }
 
 /// Walks the frame layer by layer, recording each layer in `w` as soon as it
@@ -63,19 +64,10 @@ fn walk<'a>(buf: &'a [u8], w: &mut Walk<'a>) -> Result<(), Error> {
     eth.require_ipv4()?;
 
     let ip_at = eth_frame.header_len();
-    let ip_pkt =
-        Ipv4Packet::new_checked(field::rest(buf, ip_at)).map_err(|e| e.add_offset(ip_at))?;
-    let ipv4 = Ipv4Repr::parse(&ip_pkt).map_err(|e| e.add_offset(ip_at))?;
-    w.ipv4 = Some(ipv4);
-    ipv4.require_udp().map_err(|e| e.add_offset(ip_at))?;
-
+    let total_len = ipv4_layer(field::rest(buf, ip_at), w).map_err(|e| e.add_offset(ip_at))?;
     let udp_at = ip_at + IPV4_HEADER_LEN;
-    let end = ip_at + usize::from(ip_pkt.total_len());
-    let udp_pkt =
-        UdpPacket::new_checked(field::slice(buf, udp_at..end)).map_err(|e| e.add_offset(udp_at))?;
-    let udp = UdpRepr::parse(&udp_pkt).map_err(|e| e.add_offset(udp_at))?;
-    w.udp = Some(udp);
-    udp.require_roce().map_err(|e| e.add_offset(udp_at))?;
+    let end = ip_at + total_len;
+    udp_layer(field::slice(buf, udp_at..end), w).map_err(|e| e.add_offset(udp_at))?;
 
     let bth_at = udp_at + UDP_HEADER_LEN;
     let transport_len = end - bth_at;
@@ -112,9 +104,8 @@ fn walk<'a>(buf: &'a [u8], w: &mut Walk<'a>) -> Result<(), Error> {
     })?;
 
     let ext_at = bth_at + BTH_LEN;
-    let (ext, ext_len) =
-        ExtHeaders::parse(field::rest(body, BTH_LEN), layout).map_err(|e| e.add_offset(ext_at))?;
-    w.ext = ext;
+    let ext_len = ExtHeaders::parse_into(field::rest(body, BTH_LEN), layout, &mut w.ext)
+        .map_err(|e| e.add_offset(ext_at))?;
 
     let payload_at = ext_at + ext_len;
     let after_headers = icrc_at - payload_at;
@@ -129,24 +120,119 @@ fn walk<'a>(buf: &'a [u8], w: &mut Walk<'a>) -> Result<(), Error> {
         )
         .add_offset(payload_at));
     }
-    let payload = field::slice(buf, payload_at..icrc_at - pad);
-    w.payload = Some(payload);
-
-    if is_epic_control(&bth, &ext) {
-        let epic = EpicHeaderRepr::parse(&EpicHeaderPacket::new_unchecked(payload))
-            .map_err(|e| e.add_offset(payload_at))?;
-        w.epic = Some(epic);
-        epic.validate().map_err(|v| {
-            Error::new(Layer::Epic, ErrorKind::EpicInvalid(v)).add_offset(payload_at)
-        })?;
-    }
+    w.payload = Some(field::slice(buf, payload_at..icrc_at - pad));
+    w.payload_at = payload_at;
     Ok(())
+}
+
+/// The IPv4 checks, in the order of SPEC Table 9-1: first what makes a
+/// datagram not RoCEv2 (protocol, fragment, a UDP port other than 4791
+/// behind options), then what makes it malformed. Records the header when
+/// it parses. Returns the total length. [WIRE-020]–[WIRE-024]
+fn ipv4_layer(ip: &[u8], w: &mut Walk<'_>) -> Result<usize, Error> {
+    field::check_len(ip, IPV4_HEADER_LEN, Layer::Ipv4)?;
+    let pkt = Ipv4Packet::new_unchecked(ip);
+    if pkt.version() != 4 {
+        return Err(Error::new(
+            Layer::Ipv4,
+            ErrorKind::UnsupportedIpVersion {
+                version: pkt.version(),
+            },
+        ));
+    }
+    let parsed = Ipv4Repr::parse(&pkt);
+    if let Ok(repr) = parsed {
+        w.ipv4 = Some(repr);
+    }
+    if pkt.protocol() != IpProtocol::Udp {
+        return Err(Error::new(
+            Layer::Ipv4,
+            ErrorKind::NotUdp {
+                protocol: pkt.protocol().into(),
+            },
+        ));
+    }
+    if pkt.more_frags() || pkt.frag_offset() != 0 {
+        return Err(Error::new(Layer::Ipv4, ErrorKind::Ipv4Fragment));
+    }
+    if pkt.ihl() > 5 {
+        // Behind options the UDP header starts at IHL × 4; a datagram to
+        // another port is simply not RoCEv2.
+        let udp_at = usize::from(pkt.ihl()) * 4;
+        let dst_port = field::u16_at(ip, udp_at + 2);
+        if ip.len() >= udp_at + UDP_HEADER_LEN && dst_port != ROCEV2_PORT {
+            return Err(Error::new(Layer::Udp, ErrorKind::NotRoce { dst_port }).add_offset(udp_at));
+        }
+    }
+    parsed?;
+    Ok(usize::from(pkt.total_len()))
+}
+
+/// The UDP checks: the port first (another port is not RoCEv2), then the
+/// length. Records the header when it parses. [WIRE-030] [WIRE-031]
+fn udp_layer(udp: &[u8], w: &mut Walk<'_>) -> Result<(), Error> {
+    field::check_len(udp, UDP_HEADER_LEN, Layer::Udp)?;
+    let pkt = UdpPacket::new_unchecked(udp);
+    let parsed = UdpRepr::parse(&pkt);
+    if let Ok(repr) = parsed {
+        w.udp = Some(repr);
+    }
+    if pkt.dst_port() != ROCEV2_PORT {
+        return Err(Error::new(
+            Layer::Udp,
+            ErrorKind::NotRoce {
+                dst_port: pkt.dst_port(),
+            },
+        ));
+    }
+    parsed.map(|_| ())
+}
+
+/// The EPIC checks of a control message (SPEC Table 9-1, last group):
+/// header version and length, then validation. Records the header when it
+/// parses. [WIRE-100]–[WIRE-114]
+fn epic_step(w: &mut Walk<'_>) -> Result<(), Error> {
+    let (Some(bth), Some(payload)) = (w.bth, w.payload) else {
+        return Ok(());
+    };
+    if !is_epic_control(&bth, &w.ext) {
+        return Ok(());
+    }
+    let at = w.payload_at;
+    let epic = EpicHeaderRepr::parse(&EpicHeaderPacket::new_unchecked(payload))
+        .map_err(|e| e.add_offset(at))?;
+    w.epic = Some(epic);
+    epic.validate()
+        .map_err(|v| Error::new(Layer::Epic, ErrorKind::EpicInvalid(v)).add_offset(at))
+}
+
+/// Checks the IPv4 header checksum, then the ICRC, of a located frame.
+/// [WIRE-025] [WIRE-071]
+fn verify_checksums(buf: &[u8], layout: &FrameLayout) -> Result<(), Error> {
+    let ip = Ipv4Packet::new_unchecked(field::rest(buf, layout.ipv4));
+    if !ip.verify_checksum() {
+        return Err(Error::new(
+            Layer::Ipv4,
+            ErrorKind::Ipv4Checksum {
+                carried: ip.checksum(),
+            },
+        )
+        .add_offset(layout.ipv4));
+    }
+    icrc::verify(layout.datagram(buf)).map_err(|e| e.add_offset(layout.icrc))
 }
 
 /// Whether a packet is an EPIC control message: RC SEND_ONLY_WITH_IMMEDIATE
 /// with the EPIC tag in its ImmDt. [WIRE-101]
 pub fn is_epic_control(bth: &BthRepr, ext: &ExtHeaders) -> bool {
     bth.opcode == Opcode::RcSendOnlyWithImmediate && ext.immdt.map(|i| i.0) == Some(EPIC_IMM_TAG)
+}
+
+/// Whether a parse also verifies the checksums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verify {
+    No,
+    Checksums,
 }
 
 /// A parsed RoCEv2 frame borrowing its buffer. [WIRE-060]
@@ -176,8 +262,25 @@ impl<'a> RoceFrame<'a> {
     /// layer, offset and reason. Does not check the IPv4 header checksum or
     /// the ICRC. [WIRE-060]
     pub fn parse(buf: &'a [u8]) -> Result<RoceFrame<'a>, Error> {
+        RoceFrame::parse_with(buf, Verify::No)
+    }
+
+    /// Parses and verifies: what a receiver does before acting on a frame.
+    /// Runs the checks in the order of SPEC Table 9-1: structure, then the
+    /// IPv4 header checksum and the ICRC, then the EPIC header, so that a
+    /// corrupted control message is reported as a checksum failure.
+    /// [WIRE-025] [WIRE-060] [WIRE-071]
+    pub fn parse_verified(buf: &'a [u8]) -> Result<RoceFrame<'a>, Error> {
+        RoceFrame::parse_with(buf, Verify::Checksums)
+    }
+
+    fn parse_with(buf: &'a [u8], verify: Verify) -> Result<RoceFrame<'a>, Error> {
         let mut w = Walk::default();
         walk(buf, &mut w)?;
+        if let (Verify::Checksums, Some(layout)) = (verify, &w.layout) {
+            verify_checksums(buf, layout)?;
+        }
+        epic_step(&mut w)?;
         match (w.layout, w.eth, w.ipv4, w.udp, w.bth, w.payload) {
             (Some(layout), Some(eth), Some(ipv4), Some(udp), Some(bth), Some(payload)) => {
                 Ok(RoceFrame {
@@ -197,27 +300,9 @@ impl<'a> RoceFrame<'a> {
         }
     }
 
-    /// Parses and verifies the IPv4 header checksum and the ICRC: what a
-    /// receiver does before acting on a frame. [WIRE-025] [WIRE-071]
-    pub fn parse_verified(buf: &'a [u8]) -> Result<RoceFrame<'a>, Error> {
-        let f = RoceFrame::parse(buf)?;
-        f.verify()?;
-        Ok(f)
-    }
-
     /// Checks the IPv4 header checksum, then the ICRC.
     pub fn verify(&self) -> Result<(), Error> {
-        let ip = Ipv4Packet::new_unchecked(field::rest(self.buf, self.layout.ipv4));
-        if !ip.verify_checksum() {
-            return Err(Error::new(
-                Layer::Ipv4,
-                ErrorKind::Ipv4Checksum {
-                    carried: ip.checksum(),
-                },
-            )
-            .add_offset(self.layout.ipv4));
-        }
-        icrc::verify(self.datagram()).map_err(|e| e.add_offset(self.layout.icrc))
+        verify_checksums(self.buf, &self.layout)
     }
 
     /// Whether the ICRC is correct.
@@ -287,7 +372,7 @@ impl<'a> LaxFrame<'a> {
     /// Parses as far as possible; never fails and never panics.
     pub fn parse(buf: &'a [u8]) -> LaxFrame<'a> {
         let mut w = Walk::default();
-        let stop = walk(buf, &mut w).err();
+        let stop = walk(buf, &mut w).and_then(|()| epic_step(&mut w)).err();
         let ipv4_checksum_ok = match (w.eth, w.ipv4) {
             (Some(eth), Some(_)) => Some(
                 Ipv4Packet::new_unchecked(field::rest(buf, eth.buffer_len())).verify_checksum(),
@@ -424,4 +509,189 @@ impl RoceFrameRepr {
 
 fn field_mut(buf: &mut [u8], at: usize) -> &mut [u8] {
     buf.get_mut(at..).unwrap_or(&mut [])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::psn::Psn;
+    use crate::wire::{
+        Collective, DataType, Dscp, Ecn, EpicFlags, EthernetAddress, GroupId, ImmDtRepr, Qpn,
+        ReduceOp, RethRepr,
+    };
+    use core::net::Ipv4Addr;
+    use std::vec;
+    use std::vec::Vec;
+
+    fn repr(opcode: Opcode, ext: ExtHeaders, payload_len: usize) -> RoceFrameRepr {
+        RoceFrameRepr {
+            eth: EthernetRepr {
+                dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
+                src: EthernetAddress([2, 0, 0, 0, 0, 1]),
+                vlan: None,
+                ethertype: EtherType::Ipv4,
+            },
+            ipv4: Ipv4Repr {
+                src: Ipv4Addr::new(10, 0, 0, 1),
+                dst: Ipv4Addr::new(10, 0, 0, 2),
+                dscp: Dscp::default(),
+                ecn: Ecn::NotEct,
+                ident: 1,
+                dont_frag: true,
+                ttl: 64,
+                protocol: IpProtocol::Udp,
+                payload_len: 0,
+            },
+            udp: UdpRepr {
+                src_port: 0xc000,
+                dst_port: ROCEV2_PORT,
+                checksum: 0,
+                payload_len: 0,
+            },
+            bth: BthRepr {
+                opcode,
+                solicited: false,
+                mig_req: false,
+                pad_count: BthRepr::pad_for(payload_len),
+                tver: 0,
+                pkey: BthRepr::DEFAULT_PKEY,
+                fecn: false,
+                becn: false,
+                dest_qp: Qpn::try_new(0x11).unwrap(),
+                ack_req: true,
+                psn: Psn::try_new(100).unwrap(),
+            },
+            ext,
+        }
+    }
+
+    fn emit(r: &RoceFrameRepr, payload: &[u8]) -> Vec<u8> {
+        let mut buf = vec![0u8; r.buffer_len(payload.len())];
+        r.emit(payload, &mut buf).unwrap();
+        buf
+    }
+
+    fn control(h: &EpicHeaderRepr) -> Vec<u8> {
+        let mut payload = vec![0u8; h.buffer_len()];
+        h.emit(&mut payload).unwrap();
+        let ext = ExtHeaders {
+            immdt: Some(ImmDtRepr(EPIC_IMM_TAG)),
+            ..ExtHeaders::default()
+        };
+        emit(
+            &repr(Opcode::RcSendOnlyWithImmediate, ext, payload.len()),
+            &payload,
+        )
+    }
+
+    fn barrier() -> EpicHeaderRepr {
+        EpicHeaderRepr {
+            group_id: GroupId(1),
+            invocation: 1,
+            collective: Collective::Barrier,
+            reduce_op: ReduceOp::None,
+            data_type: DataType::None,
+            flags: EpicFlags::default(),
+            root_rank: 0,
+            first_psn: Psn::try_new(101).unwrap(),
+            packet_count: 0,
+            element_count: 0,
+            payload_bytes_per_packet: 0,
+        }
+    }
+
+    // [WIRE-060] [WIRE-071] [WIRE-110] A control message corrupted in
+    // flight is a checksum failure to a verifying receiver, not an EPIC
+    // violation; the unverified parse reports what the bytes say.
+    #[test]
+    fn verified_parse_checks_icrc_before_epic() {
+        let mut f = control(&barrier());
+        let collective_at = 14 + 20 + 8 + 12 + 4 + 2;
+        f[collective_at] = 0x7f;
+        let unverified = RoceFrame::parse(&f).unwrap_err();
+        assert_eq!(
+            unverified.kind,
+            ErrorKind::EpicInvalid(crate::wire::EpicViolation::UnknownCollective(0x7f))
+        );
+        let verified = RoceFrame::parse_verified(&f).unwrap_err();
+        assert!(matches!(verified.kind, ErrorKind::IcrcMismatch { .. }));
+        assert_eq!(verified.layer, Layer::Icrc);
+        assert_eq!(verified.offset, f.len() - ICRC_LEN);
+        // With the ICRC fixed, the EPIC check is what fails.
+        crate::wire::refresh_checksums(&mut f).unwrap();
+        assert_eq!(RoceFrame::parse_verified(&f).unwrap_err(), unverified);
+    }
+
+    // [WIRE-063] The lax parse keeps the extension headers read before the
+    // one that failed.
+    #[test]
+    fn lax_keeps_extension_headers_before_the_failure() {
+        let reth = RethRepr {
+            va: 0x1000,
+            rkey: 7,
+            dma_len: 0,
+        };
+        let ext = ExtHeaders {
+            reth: Some(reth),
+            ..ExtHeaders::default()
+        };
+        let mut f = emit(&repr(Opcode::RcRdmaWriteOnly, ext, 0), &[]);
+        f[42] = Opcode::RcRdmaWriteOnlyWithImmediate.into();
+        let lax = LaxFrame::parse(&f);
+        let stop = lax.stop.unwrap();
+        assert_eq!(stop.layer, Layer::ImmDt);
+        assert_eq!(stop.offset, 14 + 20 + 8 + 12 + 16);
+        assert_eq!(lax.ext.reth, Some(reth));
+        assert_eq!(lax.ext.immdt, None);
+        assert_eq!(lax.icrc_ok, Some(false));
+    }
+
+    // [WIRE-030] [WIRE-031] [WIRE-064] The UDP port is judged before the UDP
+    // length: a broken datagram to another port is not RoCEv2.
+    #[test]
+    fn port_before_udp_length() {
+        let mut f = emit(&repr(Opcode::RcSendOnly, ExtHeaders::default(), 8), &[1; 8]);
+        f[36..38].copy_from_slice(&53u16.to_be_bytes());
+        f[38..40].copy_from_slice(&9u16.to_be_bytes());
+        let err = RoceFrame::parse(&f).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::NotRoce { dst_port: 53 });
+        assert!(err.is_not_roce());
+        f[36..38].copy_from_slice(&ROCEV2_PORT.to_be_bytes());
+        let err = RoceFrame::parse(&f).unwrap_err();
+        assert!(matches!(err.kind, ErrorKind::UdpLength { udp_len: 9, .. }));
+        assert!(!err.is_not_roce());
+    }
+
+    // [WIRE-021] [WIRE-024] [WIRE-064] Options in front of another protocol
+    // or port are not RoCEv2; in front of UDP 4791 they are malformed.
+    #[test]
+    fn options_are_judged_by_what_they_carry() {
+        let f = emit(&repr(Opcode::RcSendOnly, ExtHeaders::default(), 8), &[1; 8]);
+        let mut opt = f[..34].to_vec();
+        opt.extend_from_slice(&[1, 1, 1, 1]);
+        opt.extend_from_slice(&f[34..]);
+        opt[14] = 0x46;
+        let total = u16::from_be_bytes([opt[16], opt[17]]) + 4;
+        opt[16..18].copy_from_slice(&total.to_be_bytes());
+        let err = RoceFrame::parse(&opt).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Ipv4Options { ihl: 6 });
+        assert_eq!(err.offset, 14);
+        assert!(!err.is_not_roce());
+        let mut dns = opt.clone();
+        dns[40..42].copy_from_slice(&53u16.to_be_bytes());
+        let err = RoceFrame::parse(&dns).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::NotRoce { dst_port: 53 });
+        assert_eq!((err.layer, err.offset), (Layer::Udp, 14 + 24));
+        let mut tcp = opt;
+        tcp[14 + 9] = 6;
+        let err = RoceFrame::parse(&tcp).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::NotUdp { protocol: 6 });
+        // The decoder still shows the IPv4 header of a not-UDP datagram
+        // without options.
+        let mut plain_tcp = f;
+        plain_tcp[14 + 9] = 6;
+        let lax = LaxFrame::parse(&plain_tcp);
+        assert!(lax.is_not_roce());
+        assert_eq!(lax.ipv4.map(|ip| ip.protocol), Some(IpProtocol::Tcp));
+    }
 }

@@ -52,6 +52,12 @@ impl HeaderRewrite {
         self.dscp.is_some() || self.ecn.is_some()
     }
 
+    /// Whether a byte the UDP checksum covers changes: the pseudo-header
+    /// addresses, the UDP header, or anything after it (FECN/BECN included).
+    fn touches_udp_checksum(&self) -> bool {
+        self.touches_icrc() || self.fecn.is_some() || self.becn.is_some()
+    }
+
     fn touches_icrc(&self) -> bool {
         self.src_ip.is_some()
             || self.dst_ip.is_some()
@@ -111,8 +117,16 @@ pub fn rewrite_headers(frame: &mut [u8], rw: &HeaderRewrite) -> Result<FrameLayo
         }
         ip.fill_checksum();
     }
-    if let Some(port) = rw.udp_src_port {
-        UdpPacket::new_unchecked(datagram.get_mut(udp_at..).unwrap_or(&mut [])).set_src_port(port);
+    {
+        let mut udp = UdpPacket::new_unchecked(datagram.get_mut(udp_at..).unwrap_or(&mut []));
+        if let Some(port) = rw.udp_src_port {
+            udp.set_src_port(port);
+        }
+        // A stale non-zero UDP checksum would make Linux hosts drop the
+        // frame; zero means "none" for UDP over IPv4. [WIRE-032]
+        if rw.touches_udp_checksum() && udp.checksum() != 0 {
+            udp.set_checksum(0);
+        }
     }
     {
         let mut bth = BthPacket::new_unchecked(datagram.get_mut(bth_at..).unwrap_or(&mut []));
@@ -139,11 +153,14 @@ pub fn rewrite_headers(frame: &mut [u8], rw: &HeaderRewrite) -> Result<FrameLayo
 }
 
 /// Recomputes the IPv4 header checksum and the ICRC of a frame after
-/// arbitrary edits. [WIRE-072]
+/// arbitrary edits, and zeroes a non-zero UDP checksum, which the edits may
+/// have made stale. [WIRE-032] [WIRE-072]
 pub fn refresh_checksums(frame: &mut [u8]) -> Result<FrameLayout, Error> {
     let layout = FrameLayout::locate(frame)?;
+    let udp_at = layout.udp - layout.ipv4;
     let datagram = frame.get_mut(layout.ipv4..layout.end).unwrap_or(&mut []);
     Ipv4Packet::new_unchecked(&mut *datagram).fill_checksum();
+    UdpPacket::new_unchecked(datagram.get_mut(udp_at..).unwrap_or(&mut [])).set_checksum(0);
     icrc::fill(datagram)?;
     Ok(layout)
 }
