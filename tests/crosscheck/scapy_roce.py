@@ -288,6 +288,9 @@ def gen_spec(rng, epic=False):
     if epic:
         h = epic_header_spec(rng)
         s["epic"] = h
+        # The control message's own PSN lies outside its data range
+        # [WIRE-121]: it takes the PSN just before the data.
+        s["psn"] = (h["first_psn"] - 1) % (1 << 24)
         data = epic_header_bytes(h)
         if rng.random() < 0.3:  # trailing bytes after the header are allowed
             data += bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 20)))

@@ -663,6 +663,9 @@ pub fn epic_control_frame_with(
                 payload.clear();
             }
             repr.ext.immdt = Some(ImmDtRepr(EPIC_IMM_TAG));
+            // The control message takes the PSN just before its data, so it
+            // lies outside its own data range. [WIRE-121]
+            repr.bth.psn = header.first_psn.sub(1);
             repr.bth.pad_count = BthRepr::pad_for(payload.len());
             repr.normalize(payload.len());
             (repr, payload, header)

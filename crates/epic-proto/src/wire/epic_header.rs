@@ -239,6 +239,12 @@ pub enum EpicViolation {
         /// The field value.
         actual: u32,
     },
+    /// The control message's own PSN lies in the data range it announces.
+    /// [WIRE-121]
+    ControlPsnInDataRange {
+        /// The control message's PSN.
+        psn: u32,
+    },
 }
 
 impl fmt::Display for EpicViolation {
@@ -265,6 +271,9 @@ impl fmt::Display for EpicViolation {
             ),
             EpicViolation::PacketCountTooLarge { actual } => {
                 write!(f, "packet count {actual} is not below 2^23")
+            }
+            EpicViolation::ControlPsnInDataRange { psn } => {
+                write!(f, "control message PSN {psn} lies in its own data range")
             }
         }
     }
@@ -488,6 +497,61 @@ impl EpicHeaderRepr {
         }
         let bytes = element_count.checked_mul(size)?;
         Some(bytes.div_ceil(per_packet))
+    }
+
+    /// The block a data packet with `psn` carries, `(psn − first_psn) mod
+    /// 2^24`, when it lies in `[first_psn, first_psn + packet_count)`.
+    /// [WIRE-120] [WIRE-122]
+    pub const fn block_of(&self, psn: Psn) -> Option<u32> {
+        let block = psn.distance_from(self.first_psn);
+        if block < self.packet_count {
+            Some(block)
+        } else {
+            None
+        }
+    }
+
+    /// Elements per full data packet: payload bytes per packet ÷ element
+    /// size. `None` for a type without a size or a zero packet size.
+    pub const fn elements_per_packet(&self) -> Option<u64> {
+        match self.data_type.size_bytes() {
+            Some(size) if self.payload_bytes_per_packet >= size => {
+                Some((self.payload_bytes_per_packet / size) as u64)
+            }
+            _ => None,
+        }
+    }
+
+    /// The element range `[start, end)` that block `block` carries, for a
+    /// valid non-quantized header: every block is full but the last.
+    /// [WIRE-120]
+    pub fn block_elements(&self, block: u32) -> Option<core::ops::Range<u64>> {
+        if self.flags.quantized || block >= self.packet_count {
+            return None;
+        }
+        let per = self.elements_per_packet()?;
+        let start = u64::from(block).checked_mul(per)?;
+        let end = start.checked_add(per)?.min(self.element_count);
+        (start < end).then_some(start..end)
+    }
+
+    /// Payload bytes of block `block`. [WIRE-120]
+    pub fn block_payload_len(&self, block: u32) -> Option<usize> {
+        let range = self.block_elements(block)?;
+        let size = u64::from(self.data_type.size_bytes()?);
+        usize::try_from((range.end - range.start) * size).ok()
+    }
+
+    /// Checks that the control message, sent with `control_psn`, lies
+    /// outside the data range it announces. [WIRE-121]
+    pub const fn check_control_psn(&self, control_psn: Psn) -> Result<(), EpicViolation> {
+        if self.block_of(control_psn).is_some() {
+            Err(EpicViolation::ControlPsnInDataRange {
+                psn: control_psn.value(),
+            })
+        } else {
+            Ok(())
+        }
     }
 
     /// Checks codepoints and the consistency rules. A conforming switch
@@ -732,6 +796,36 @@ mod tests {
             Some(1)
         );
         assert_eq!(EpicHeaderRepr::packets_for(1, DataType::None, 1024), None);
+    }
+
+    // [WIRE-120] [WIRE-121] Blocks: PSN → block, block → elements and bytes,
+    // across PSN wraparound; the last packet is short.
+    #[test]
+    fn blocks_and_control_psn() {
+        let mut r = all_reduce();
+        r.first_psn = Psn::try_new(Psn::MAX - 1).unwrap();
+        let at = |b: u32| r.first_psn.add(b);
+        assert_eq!(r.block_of(at(0)), Some(0));
+        assert_eq!(r.block_of(at(3)), Some(3));
+        assert_eq!(at(3).value(), 1, "wrapped");
+        assert_eq!(r.block_of(at(4)), None);
+        assert_eq!(r.block_of(r.first_psn.sub(1)), None);
+        assert_eq!(r.elements_per_packet(), Some(256));
+        assert_eq!(r.block_elements(0), Some(0..256));
+        assert_eq!(r.block_elements(3), Some(768..1000));
+        assert_eq!(r.block_elements(4), None);
+        assert_eq!(r.block_payload_len(0), Some(1024));
+        assert_eq!(r.block_payload_len(3), Some(928));
+        let total: usize = (0..4).filter_map(|b| r.block_payload_len(b)).sum();
+        assert_eq!(total, 4000);
+        assert_eq!(r.check_control_psn(r.first_psn.sub(1)), Ok(()));
+        assert_eq!(
+            r.check_control_psn(at(2)),
+            Err(EpicViolation::ControlPsnInDataRange { psn: at(2).value() })
+        );
+        let mut q = r;
+        q.flags.quantized = true;
+        assert_eq!(q.block_elements(0), None);
     }
 
     // [WIRE-113] [WIRE-114]

@@ -203,6 +203,7 @@ fn epic_step(w: &mut Walk<'_>) -> Result<(), Error> {
         .map_err(|e| e.add_offset(at))?;
     w.epic = Some(epic);
     epic.validate()
+        .and_then(|()| epic.check_control_psn(bth.psn))
         .map_err(|v| Error::new(Layer::Epic, ErrorKind::EpicInvalid(v)).add_offset(at))
 }
 
@@ -620,6 +621,39 @@ mod tests {
         // With the ICRC fixed, the EPIC check is what fails.
         crate::wire::refresh_checksums(&mut f).unwrap();
         assert_eq!(RoceFrame::parse_verified(&f).unwrap_err(), unverified);
+    }
+
+    // [WIRE-105] [WIRE-121] Bytes after the header length are ignored; a
+    // control message whose PSN lies in its own data range is invalid.
+    #[test]
+    fn control_payload_and_psn() {
+        let mut h = barrier();
+        h.collective = Collective::AllReduce;
+        h.reduce_op = ReduceOp::Sum;
+        h.data_type = DataType::Int32;
+        h.element_count = 10;
+        h.packet_count = 1;
+        h.payload_bytes_per_packet = 64;
+        let mut payload = vec![0xeeu8; 44];
+        h.emit(&mut payload).unwrap();
+        let ext = ExtHeaders {
+            immdt: Some(ImmDtRepr(EPIC_IMM_TAG)),
+            ..ExtHeaders::default()
+        };
+        let r = repr(Opcode::RcSendOnlyWithImmediate, ext, payload.len());
+        let f = emit(&r, &payload);
+        assert_eq!(RoceFrame::parse_verified(&f).unwrap().epic, Some(h));
+        let mut inside = r;
+        inside.bth.psn = h.first_psn;
+        let f = emit(&inside, &payload);
+        let err = RoceFrame::parse_verified(&f).unwrap_err();
+        assert_eq!(
+            err.kind,
+            ErrorKind::EpicInvalid(crate::wire::EpicViolation::ControlPsnInDataRange {
+                psn: h.first_psn.value()
+            })
+        );
+        assert_eq!(err.offset, 14 + 20 + 8 + 12 + 4);
     }
 
     // [WIRE-063] The lax parse keeps the extension headers read before the
