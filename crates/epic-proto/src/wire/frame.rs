@@ -35,6 +35,21 @@ pub struct FrameLayout {
 }
 
 impl FrameLayout {
+    /// Finds the layer offsets of a RoCEv2 frame without computing any
+    /// checksum. Succeeds whenever the Ethernet, IPv4, UDP and datagram
+    /// bounds are valid, even if a later layer (opcode, extension headers,
+    /// EPIC header) would fail a full parse.
+    pub fn locate(buf: &[u8]) -> Result<FrameLayout, Error> {
+        let mut w = Walk::default();
+        let walked = walk(buf, &mut w);
+        match (w.layout, walked) {
+            (Some(layout), _) => Ok(layout),
+            (None, Err(err)) => Err(err),
+            // A walk that records no layout always stops with an error.
+            (None, Ok(())) => Err(Error::truncated(Layer::Ethernet, 0, buf.len())),
+        }
+    }
+
     /// The IPv4 datagram, header to ICRC, inclusive.
     pub fn datagram<'a>(&self, frame: &'a [u8]) -> &'a [u8] {
         field::slice(frame, self.ipv4..self.end)

@@ -68,21 +68,6 @@ impl HeaderRewrite {
     }
 }
 
-impl FrameLayout {
-    /// Finds the layer offsets of a RoCEv2 frame. Succeeds whenever the
-    /// Ethernet, IPv4, UDP and datagram bounds are valid, even if a later
-    /// layer (opcode, EPIC header) would fail a full parse.
-    pub fn locate(buf: &[u8]) -> Result<FrameLayout, Error> {
-        let lax = super::LaxFrame::parse(buf);
-        match (lax.layout, lax.stop) {
-            (Some(layout), _) => Ok(layout),
-            (None, Some(err)) => Err(err),
-            // A walk that records no layout always stops with an error.
-            (None, None) => Err(Error::truncated(super::Layer::Ethernet, 0, buf.len())),
-        }
-    }
-}
-
 /// Applies `rw` to `frame` in place and fixes the IPv4 checksum and the ICRC
 /// as needed. Returns the frame's layout. [WIRE-072] [WIRE-073]
 pub fn rewrite_headers(frame: &mut [u8], rw: &HeaderRewrite) -> Result<FrameLayout, Error> {
