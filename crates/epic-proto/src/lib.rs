@@ -41,6 +41,9 @@ extern crate alloc;
 extern crate std;
 
 pub mod psn;
+#[cfg(feature = "alloc")]
+pub mod roce;
+pub mod time;
 #[cfg(all(feature = "serde", feature = "alloc"))]
 pub mod trace;
 pub mod wire;
@@ -49,3 +52,4 @@ pub mod wire;
 pub mod test_gens;
 
 pub use psn::Psn;
+pub use time::{Duration, Instant};

@@ -1,0 +1,374 @@
+//! Queue-pair attributes: what `ibv_modify_qp` sets on the way to RTS,
+//! given all at once when an [`RcQp`](super::RcQp) is created. [RC-001]
+
+use core::fmt;
+use core::net::Ipv4Addr;
+
+use crate::psn::Psn;
+use crate::time::Duration;
+use crate::wire::{BthRepr, Dscp, Ecn, EthernetAddress, Qpn, VlanTag, RNR_TIMER_NS};
+
+/// Path MTU: payload bytes per packet, headers and ICRC excluded. The IB
+/// enum values 1..=5. [RC-010] [IBTA 1.4 §9.7.7]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Mtu {
+    /// 256 bytes (IB enum 1).
+    Mtu256,
+    /// 512 bytes (IB enum 2).
+    Mtu512,
+    /// 1024 bytes (IB enum 3).
+    Mtu1024,
+    /// 2048 bytes (IB enum 4).
+    Mtu2048,
+    /// 4096 bytes (IB enum 5).
+    Mtu4096,
+}
+
+impl Mtu {
+    /// All five MTUs, smallest first.
+    pub const ALL: [Mtu; 5] = [
+        Mtu::Mtu256,
+        Mtu::Mtu512,
+        Mtu::Mtu1024,
+        Mtu::Mtu2048,
+        Mtu::Mtu4096,
+    ];
+
+    /// Payload bytes per packet.
+    pub const fn bytes(self) -> u32 {
+        match self {
+            Mtu::Mtu256 => 256,
+            Mtu::Mtu512 => 512,
+            Mtu::Mtu1024 => 1024,
+            Mtu::Mtu2048 => 2048,
+            Mtu::Mtu4096 => 4096,
+        }
+    }
+
+    /// The MTU of exactly `bytes` payload bytes, if it is one of the five.
+    pub const fn from_bytes(bytes: u32) -> Option<Mtu> {
+        match bytes {
+            256 => Some(Mtu::Mtu256),
+            512 => Some(Mtu::Mtu512),
+            1024 => Some(Mtu::Mtu1024),
+            2048 => Some(Mtu::Mtu2048),
+            4096 => Some(Mtu::Mtu4096),
+            _ => None,
+        }
+    }
+
+    /// The largest IB MTU that fits a link of `netdev_mtu` bytes, as rxe
+    /// picks its port MTU (netdev MTU − 80, clamped to 256..=4096).
+    pub const fn for_netdev(netdev_mtu: u32) -> Mtu {
+        let room = netdev_mtu.saturating_sub(80);
+        if room >= 4096 {
+            Mtu::Mtu4096
+        } else if room >= 2048 {
+            Mtu::Mtu2048
+        } else if room >= 1024 {
+            Mtu::Mtu1024
+        } else if room >= 512 {
+            Mtu::Mtu512
+        } else {
+            Mtu::Mtu256
+        }
+    }
+}
+
+/// Where the QP's packets go: the address vector plus the IP/UDP fields a
+/// RoCEv2 sender chooses. [RC-002]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct PathConfig {
+    /// Our MAC address (Ethernet source).
+    pub local_mac: EthernetAddress,
+    /// The next hop's MAC address (Ethernet destination).
+    pub remote_mac: EthernetAddress,
+    /// Our IPv4 address; frames to any other address are dropped.
+    pub local_ip: Ipv4Addr,
+    /// The peer's IPv4 address; frames from any other address are dropped.
+    pub remote_ip: Ipv4Addr,
+    /// 802.1Q tag to send with, if any.
+    pub vlan: Option<VlanTag>,
+    /// DSCP of sent packets.
+    pub dscp: Dscp,
+    /// ECN of sent packets (RoCEv2 senders use ECT(0) or ECT(1) with DCQCN).
+    pub ecn: Ecn,
+    /// IPv4 TTL of sent packets.
+    pub ttl: u8,
+    /// UDP source port; `None` derives it from the two QP numbers as rxe
+    /// does (`rdma_get_udp_sport` with flow label 0). [RC-003]
+    pub udp_src_port: Option<u16>,
+}
+
+impl PathConfig {
+    /// A path between two addresses with rxe's defaults: no VLAN, DSCP 0,
+    /// Not-ECT, TTL 64, derived UDP source port.
+    pub fn new(
+        local_mac: EthernetAddress,
+        remote_mac: EthernetAddress,
+        local_ip: Ipv4Addr,
+        remote_ip: Ipv4Addr,
+    ) -> PathConfig {
+        PathConfig {
+            local_mac,
+            remote_mac,
+            local_ip,
+            remote_ip,
+            vlan: None,
+            dscp: Dscp::default(),
+            ecn: Ecn::NotEct,
+            ttl: 64,
+            udp_src_port: None,
+        }
+    }
+}
+
+/// Attributes of one RC queue pair. Field names follow `ibv_qp_attr` where
+/// one exists. [RC-001]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct QpConfig {
+    /// Our QP number (the peer's BTH destination QP).
+    pub local_qpn: Qpn,
+    /// The peer's QP number (our BTH destination QP).
+    pub remote_qpn: Qpn,
+    /// Addresses and IP/UDP fields.
+    pub path: PathConfig,
+    /// Partition key sent; received keys must match in the low 15 bits.
+    pub pkey: u16,
+    /// Path MTU.
+    pub mtu: Mtu,
+    /// First PSN the requester sends (`sq_psn`).
+    pub sq_psn: Psn,
+    /// First PSN the responder expects (`rq_psn`).
+    pub rq_psn: Psn,
+    /// Local ACK timeout exponent: 4.096 µs · 2^timeout; 0 disables the
+    /// retry timer (as in rxe). 0..=31. [RC-040]
+    pub timeout: u8,
+    /// Retries after a timeout or sequence NAK; 7 means unlimited (rxe).
+    /// 0..=7. [RC-041]
+    pub retry_cnt: u8,
+    /// Retries after an RNR NAK; 7 means unlimited. 0..=7. [RC-045]
+    pub rnr_retry: u8,
+    /// Timer code this responder puts in its RNR NAKs. 0..=31. [RC-064]
+    pub min_rnr_timer: u8,
+    /// Send-queue depth: work requests posted and not yet returned by
+    /// `poll_completion`.
+    pub sq_depth: u16,
+    /// Receive-queue depth, counted the same way.
+    pub rq_depth: u16,
+    /// Memory regions the responder can hold for RDMA WRITE.
+    pub max_regions: u16,
+    /// Responses (ACK/NAK) queued before newer ones overwrite the newest.
+    pub response_depth: u16,
+    /// Sending stalls while the next PSN is more than this many PSNs past
+    /// the oldest unacknowledged one (rxe: 128). 1..=2^22. [RC-022]
+    pub max_unacked_psns: u32,
+    /// AckReq is set on an intermediate packet after more than this many
+    /// packets without it (rxe: 64). [RC-021]
+    pub ack_req_every: u32,
+    /// Largest message accepted by `post_send`, in bytes (at most 2^31 and
+    /// at most 2^22 packets).
+    pub max_msg_bytes: u32,
+}
+
+impl QpConfig {
+    /// A configuration with rxe's defaults: MTU 4096, timeout 14 (≈ 67 ms),
+    /// retry_cnt 7, rnr_retry 7, min_rnr_timer 1 (10 µs), queues of 128,
+    /// 128 unacknowledged PSNs, AckReq every 65 packets.
+    pub const fn new(local_qpn: Qpn, remote_qpn: Qpn, path: PathConfig) -> QpConfig {
+        QpConfig {
+            local_qpn,
+            remote_qpn,
+            path,
+            pkey: BthRepr::DEFAULT_PKEY,
+            mtu: Mtu::Mtu4096,
+            sq_psn: Psn::ZERO,
+            rq_psn: Psn::ZERO,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            min_rnr_timer: 1,
+            sq_depth: 128,
+            rq_depth: 128,
+            max_regions: 4,
+            response_depth: 8,
+            max_unacked_psns: 128,
+            ack_req_every: 64,
+            max_msg_bytes: 1 << 31,
+        }
+    }
+
+    /// Checks every attribute against its range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let max = |field, value: u64, max: u64| {
+            if value > max {
+                Err(ConfigError::OutOfRange { field, value, max })
+            } else {
+                Ok(())
+            }
+        };
+        max("timeout", self.timeout.into(), 31)?;
+        max("retry_cnt", self.retry_cnt.into(), 7)?;
+        max("rnr_retry", self.rnr_retry.into(), 7)?;
+        max("min_rnr_timer", self.min_rnr_timer.into(), 31)?;
+        max("max_unacked_psns", self.max_unacked_psns.into(), 1 << 22)?;
+        max("max_msg_bytes", self.max_msg_bytes.into(), 1 << 31)?;
+        for (field, value) in [
+            ("sq_depth", u32::from(self.sq_depth)),
+            ("rq_depth", u32::from(self.rq_depth)),
+            ("response_depth", u32::from(self.response_depth)),
+            ("max_unacked_psns", self.max_unacked_psns),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::Zero { field });
+            }
+        }
+        Ok(())
+    }
+
+    /// The local ACK timeout, 4.096 µs · 2^timeout, or `None` when the
+    /// timer is disabled (timeout 0). [RC-040]
+    pub fn ack_timeout(&self) -> Option<Duration> {
+        match self.timeout {
+            0 => None,
+            t => Some(Duration::from_nanos(4096u64 << t.min(31))),
+        }
+    }
+
+    /// The UDP source port of sent packets. [RC-003]
+    pub fn udp_src_port(&self) -> u16 {
+        self.path
+            .udp_src_port
+            .unwrap_or_else(|| rxe_udp_sport(self.local_qpn, self.remote_qpn))
+    }
+}
+
+/// The wait an RNR NAK timer code asks for. [RC-046]
+pub fn rnr_delay(code: u8) -> Duration {
+    let ns = RNR_TIMER_NS
+        .get(usize::from(code & 0x1f))
+        .copied()
+        .unwrap_or(0);
+    Duration::from_nanos(ns)
+}
+
+/// Linux's `rdma_get_udp_sport(0, lqpn, rqpn)`: a flow label from the two QP
+/// numbers, folded into 0xC000..=0xFFFF. Symmetric in the two QPNs. [RC-003]
+pub fn rxe_udp_sport(local: Qpn, remote: Qpn) -> u16 {
+    let mut v = u64::from(local.value()) * u64::from(remote.value());
+    v ^= v >> 20;
+    v ^= v >> 40;
+    let fl = (v & 0xf_ffff) as u32;
+    let low = (fl & 0x3fff) ^ ((fl & 0xf_c000) >> 14);
+    0xc000 | (low as u16)
+}
+
+/// A queue-pair attribute outside its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The attribute exceeds its maximum.
+    OutOfRange {
+        /// Attribute name, as in [`QpConfig`].
+        field: &'static str,
+        /// The value given.
+        value: u64,
+        /// The largest value allowed.
+        max: u64,
+    },
+    /// The attribute must not be zero.
+    Zero {
+        /// Attribute name, as in [`QpConfig`].
+        field: &'static str,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::OutOfRange { field, value, max } => {
+                write!(
+                    f,
+                    "QP attribute {field} = {value} exceeds its maximum {max}"
+                )
+            }
+            ConfigError::Zero { field } => write!(f, "QP attribute {field} must not be zero"),
+        }
+    }
+}
+
+impl core::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn qpn(v: u32) -> Qpn {
+        Qpn::try_new(v).unwrap()
+    }
+
+    fn cfg() -> QpConfig {
+        let path = PathConfig::new(
+            EthernetAddress([2, 0, 0, 0, 0, 1]),
+            EthernetAddress([2, 0, 0, 0, 0, 2]),
+            Ipv4Addr::new(10, 0, 0, 1),
+            Ipv4Addr::new(10, 0, 0, 2),
+        );
+        QpConfig::new(qpn(0x11), qpn(0x12), path)
+    }
+
+    #[test]
+    fn timeout_formula_matches_rxe() {
+        let mut c = cfg();
+        c.timeout = 0;
+        assert_eq!(c.ack_timeout(), None);
+        c.timeout = 1;
+        assert_eq!(c.ack_timeout(), Some(Duration::from_nanos(8192)));
+        c.timeout = 14;
+        assert_eq!(c.ack_timeout(), Some(Duration::from_nanos(4096 << 14)));
+        c.timeout = 31;
+        assert_eq!(c.ack_timeout(), Some(Duration::from_nanos(4096 << 31)));
+    }
+
+    #[test]
+    fn validate_names_the_attribute() {
+        let mut c = cfg();
+        assert_eq!(c.validate(), Ok(()));
+        c.retry_cnt = 8;
+        assert_eq!(
+            c.validate(),
+            Err(ConfigError::OutOfRange {
+                field: "retry_cnt",
+                value: 8,
+                max: 7
+            })
+        );
+        let mut c = cfg();
+        c.sq_depth = 0;
+        assert_eq!(c.validate(), Err(ConfigError::Zero { field: "sq_depth" }));
+    }
+
+    #[test]
+    fn udp_sport_is_symmetric_and_in_range() {
+        for (a, b) in [(0x11, 0x12), (1, 0xff_ffff), (0x1234, 0x5678)] {
+            let s = rxe_udp_sport(qpn(a), qpn(b));
+            assert_eq!(s, rxe_udp_sport(qpn(b), qpn(a)));
+            assert!(s >= 0xc000);
+        }
+        // 0x11 * 0x12 = 0x132: no high bits to fold.
+        assert_eq!(rxe_udp_sport(qpn(0x11), qpn(0x12)), 0xc132);
+    }
+
+    #[test]
+    fn mtu_for_netdev() {
+        assert_eq!(Mtu::for_netdev(1500), Mtu::Mtu1024);
+        assert_eq!(Mtu::for_netdev(9000), Mtu::Mtu4096);
+        assert_eq!(Mtu::for_netdev(0), Mtu::Mtu256);
+        for m in Mtu::ALL {
+            assert_eq!(Mtu::from_bytes(m.bytes()), Some(m));
+        }
+    }
+}

@@ -1,0 +1,522 @@
+//! [`RcQp`]: one RC queue pair, requester and responder, driven sans-IO.
+
+use alloc::collections::VecDeque;
+
+use super::config::{ConfigError, QpConfig};
+use super::counters::{Counters, DropReason};
+use super::error::{ApiError, PostError, ResyncError};
+use super::requester::{self, RequestPacket, Requester};
+use super::responder::{self, RecvWqe, Region, Responder, Response};
+use super::timer::{Timer, Timers};
+use super::work::{Completion, Rkey, SendOp, WcOpcode, WcStatus, WrId};
+use super::Queue;
+use crate::psn::Psn;
+use crate::time::Instant;
+use crate::wire::{
+    AethRepr, BthRepr, Ecn, ErrorKind, EtherType, EthernetRepr, ExtHeaders, IpProtocol, Ipv4Repr,
+    Opcode, RoceFrame, RoceFrameRepr, Transport, UdpRepr, AETH_LEN, BTH_LEN,
+    ETHERNET_VLAN_HEADER_LEN, ICRC_LEN, IMMDT_LEN, IPV4_HEADER_LEN, RETH_LEN, ROCEV2_PORT,
+    UDP_HEADER_LEN,
+};
+
+/// Whether the QP can still move data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum QpState {
+    /// Ready to send and receive (IB RTS).
+    ReadyToSend,
+    /// A fatal error happened; outstanding work was completed in error.
+    /// [RC-071]
+    Error,
+}
+
+/// One RC queue pair: the requester and the responder of a connection,
+/// driven sans-IO. [RC-001]
+///
+/// `B` is the type of send buffers and `R` of receive buffers and regions;
+/// the QP owns each buffer from post to completion and hands it back in the
+/// [`Completion`] (or in the [`PostError`] of a refused post).
+///
+/// # Call order
+/// - Inputs: [`handle_frame`](Self::handle_frame) for each received frame
+///   and [`handle_timeout`](Self::handle_timeout) when the deadline from
+///   [`poll_timeout`](Self::poll_timeout) passes (an early call does
+///   nothing).
+/// - Commands: [`post_send`](Self::post_send), [`post_recv`](Self::post_recv),
+///   [`register_region`](Self::register_region), [`resync`](Self::resync).
+/// - Outputs, after any input or command: drain
+///   [`poll_transmit`](Self::poll_transmit) until it returns `None` (or the
+///   link is busy: it sends one frame per call and is paced by the caller),
+///   then read [`poll_timeout`](Self::poll_timeout) and drain
+///   [`poll_completion`](Self::poll_completion).
+///
+/// Queues are allocated once, in [`new`](Self::new); nothing on the packet
+/// path allocates. Every frame that is not acted on is counted under a
+/// [`DropReason`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RcQp<B, R> {
+    cfg: QpConfig,
+    state: QpState,
+    req: Requester<B>,
+    resp: Responder<R>,
+    /// Which queue each completion, in order, belongs to.
+    cq: VecDeque<Queue>,
+    timers: Timers,
+    counters: Counters,
+    ip_ident: u16,
+}
+
+impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
+    /// Creates a QP in the ready-to-send state with every queue allocated.
+    pub fn new(cfg: QpConfig) -> Result<RcQp<B, R>, ConfigError> {
+        cfg.validate()?;
+        Ok(RcQp {
+            cfg,
+            state: QpState::ReadyToSend,
+            req: Requester::new(&cfg),
+            resp: Responder::new(&cfg),
+            cq: VecDeque::with_capacity(usize::from(cfg.sq_depth) + usize::from(cfg.rq_depth)),
+            timers: Timers::default(),
+            counters: Counters::default(),
+            ip_ident: 0,
+        })
+    }
+
+    /// The attributes the QP was created with.
+    pub fn config(&self) -> &QpConfig {
+        &self.cfg
+    }
+
+    /// Ready or in error.
+    pub fn state(&self) -> QpState {
+        self.state
+    }
+
+    /// Counters and drop reasons.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The PSN the requester sends next.
+    pub fn send_psn(&self) -> Psn {
+        self.req.next_psn()
+    }
+
+    /// The oldest PSN sent and not yet acknowledged (equal to the next
+    /// PSN to send when nothing is outstanding).
+    pub fn unacked_psn(&self) -> Psn {
+        self.req.unacked_psn()
+    }
+
+    /// The PSN the responder expects next.
+    pub fn expected_psn(&self) -> Psn {
+        self.resp.expected_psn()
+    }
+
+    /// The responder's message sequence number.
+    pub fn msn(&self) -> u32 {
+        self.resp.msn()
+    }
+
+    /// Send requests posted and not yet complete.
+    pub fn outstanding_sends(&self) -> usize {
+        self.req.outstanding()
+    }
+
+    /// Receives posted and not yet consumed.
+    pub fn posted_recvs(&self) -> usize {
+        self.resp.rq.len().saturating_sub(self.resp.done)
+    }
+
+    /// The largest frame this QP emits: the size `poll_transmit` needs.
+    pub fn max_frame_len(&self) -> usize {
+        ETHERNET_VLAN_HEADER_LEN
+            + IPV4_HEADER_LEN
+            + UDP_HEADER_LEN
+            + BTH_LEN
+            + RETH_LEN
+            + IMMDT_LEN
+            + AETH_LEN
+            + self.cfg.mtu.bytes() as usize
+            + 3
+            + ICRC_LEN
+    }
+
+    /// Posts a send work request. On refusal the buffer comes back in the
+    /// error. [RC-020]
+    pub fn post_send(&mut self, wr_id: WrId, op: SendOp, buf: B) -> Result<(), PostError<B>> {
+        let refuse = |error, buf| Err(PostError { error, buf });
+        if self.state == QpState::Error {
+            return refuse(ApiError::QpInError, buf);
+        }
+        if self.req.sq.len() >= usize::from(self.cfg.sq_depth) {
+            return refuse(
+                ApiError::SendQueueFull {
+                    depth: self.cfg.sq_depth,
+                },
+                buf,
+            );
+        }
+        let len = buf.as_ref().len() as u64;
+        let max = u64::from(self.cfg.max_msg_bytes).min(u64::from(self.cfg.mtu.bytes()) << 22);
+        if len > max {
+            return refuse(ApiError::MessageTooLong { len, max }, buf);
+        }
+        self.req.push(&self.cfg, wr_id, op, buf);
+        Ok(())
+    }
+
+    /// Posts a receive buffer for an incoming SEND or WRITE with immediate.
+    /// [RC-060]
+    pub fn post_recv(&mut self, wr_id: WrId, buf: R) -> Result<(), PostError<R>> {
+        if self.state == QpState::Error {
+            return Err(PostError {
+                error: ApiError::QpInError,
+                buf,
+            });
+        }
+        if self.resp.rq.len() >= usize::from(self.cfg.rq_depth) {
+            return Err(PostError {
+                error: ApiError::RecvQueueFull {
+                    depth: self.cfg.rq_depth,
+                },
+                buf,
+            });
+        }
+        self.resp.rq.push_back(RecvWqe {
+            wr_id,
+            buf,
+            status: None,
+            opcode: WcOpcode::Recv,
+            byte_len: 0,
+            imm: None,
+        });
+        Ok(())
+    }
+
+    /// Registers `buf` as the region `[va, va + len)` for RDMA WRITEs
+    /// carrying `rkey`. [RC-062]
+    pub fn register_region(&mut self, rkey: Rkey, va: u64, mut buf: R) -> Result<(), PostError<R>> {
+        let len = buf.as_mut().len() as u64;
+        let error = if self.resp.regions.iter().any(|r| r.rkey == rkey) {
+            Some(ApiError::DuplicateRkey { rkey: rkey.0 })
+        } else if self.resp.regions.len() >= usize::from(self.cfg.max_regions) {
+            Some(ApiError::RegionTableFull {
+                max: self.cfg.max_regions,
+            })
+        } else if va.checked_add(len).is_none() {
+            Some(ApiError::RegionOverflow)
+        } else {
+            None
+        };
+        if let Some(error) = error {
+            return Err(PostError { error, buf });
+        }
+        self.resp.regions.push(Region { rkey, va, len, buf });
+        Ok(())
+    }
+
+    /// Removes a region and returns its buffer. A WRITE still arriving for
+    /// it then fails with a remote access error.
+    pub fn deregister_region(&mut self, rkey: Rkey) -> Option<R> {
+        let i = self.resp.regions.iter().position(|r| r.rkey == rkey)?;
+        Some(self.resp.regions.swap_remove(i).buf)
+    }
+
+    /// The buffer of a registered region.
+    pub fn region(&self, rkey: Rkey) -> Option<&R> {
+        self.resp
+            .regions
+            .iter()
+            .find(|r| r.rkey == rkey)
+            .map(|r| &r.buf)
+    }
+
+    /// Feeds one received Ethernet frame. Malformed, corrupted or foreign
+    /// frames are dropped and counted; nothing here can fail or panic.
+    /// [RC-006]
+    pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        match RoceFrame::parse_verified(frame) {
+            Ok(f) => self.handle_verified(now, &f),
+            Err(e) => {
+                self.counters.rx_frames += 1;
+                let reason = if e.is_not_roce() {
+                    DropReason::NotRoce
+                } else if matches!(
+                    e.kind,
+                    ErrorKind::IcrcMismatch { .. } | ErrorKind::Ipv4Checksum { .. }
+                ) {
+                    DropReason::BadChecksum
+                } else {
+                    DropReason::Malformed
+                };
+                self.counters.drop(reason);
+            }
+        }
+    }
+
+    /// Feeds a frame already parsed by [`RoceFrame::parse_verified`] (a
+    /// driver demultiplexing many QPs parses once). [RC-006]
+    pub fn handle_verified(&mut self, now: Instant, f: &RoceFrame<'_>) {
+        self.counters.rx_frames += 1;
+        let path = &self.cfg.path;
+        let reason = if f.ipv4.dst != path.local_ip {
+            Some(DropReason::WrongDestination)
+        } else if f.ipv4.src != path.remote_ip {
+            Some(DropReason::WrongSource)
+        } else if f.bth.dest_qp != self.cfg.local_qpn {
+            Some(DropReason::WrongQp)
+        } else if (f.bth.pkey ^ self.cfg.pkey) & 0x7fff != 0 {
+            Some(DropReason::BadPkey)
+        } else if f.bth.opcode.transport() != Transport::Rc {
+            Some(DropReason::NotRc)
+        } else if self.state == QpState::Error {
+            Some(DropReason::QpInError)
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            self.counters.drop(reason);
+            return;
+        }
+        match f.bth.opcode {
+            Opcode::RcAcknowledge => {
+                let Some(aeth) = f.ext.aeth else {
+                    self.counters.drop(DropReason::Malformed);
+                    return;
+                };
+                let verdict = self.req.handle_response(
+                    &self.cfg,
+                    now,
+                    f.bth.psn,
+                    aeth,
+                    requester::Effects {
+                        counters: &mut self.counters,
+                        timers: &mut self.timers,
+                        cq: &mut self.cq,
+                    },
+                );
+                if let requester::Verdict::Fatal(status) = verdict {
+                    self.enter_error(Some(status), None);
+                }
+            }
+            Opcode::RcAtomicAcknowledge
+            | Opcode::RcRdmaReadResponseFirst
+            | Opcode::RcRdmaReadResponseMiddle
+            | Opcode::RcRdmaReadResponseLast
+            | Opcode::RcRdmaReadResponseOnly => {
+                self.counters.drop(DropReason::UnexpectedResponse);
+            }
+            _ => {
+                let verdict = self.resp.handle_request(
+                    &self.cfg,
+                    &f.bth,
+                    &f.ext,
+                    f.payload,
+                    &mut self.counters,
+                    &mut self.cq,
+                );
+                if let responder::Verdict::Fatal(status) = verdict {
+                    self.enter_error(None, status);
+                }
+            }
+        }
+    }
+
+    /// Writes the next frame to send into `buf` and returns its length, or
+    /// `Ok(None)` when there is nothing to send now. Responses (ACK/NAK) go
+    /// first. `buf` must hold [`max_frame_len`](Self::max_frame_len) bytes.
+    /// [RC-007]
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Result<Option<usize>, ApiError> {
+        let required = self.max_frame_len();
+        if buf.len() < required {
+            return Err(ApiError::TransmitBufferTooSmall {
+                required,
+                available: buf.len(),
+            });
+        }
+        if let Some(r) = self.resp.responses.pop_front() {
+            if r.syndrome.is_ack() {
+                self.counters.tx_acks += 1;
+            } else {
+                self.counters.tx_naks += 1;
+            }
+            return Ok(self.emit_response(&r, buf));
+        }
+        if self.state == QpState::Error {
+            return Ok(None);
+        }
+        let Some(pkt) = self.req.next_packet(&self.cfg) else {
+            return Ok(None);
+        };
+        self.counters.tx_requests += 1;
+        if pkt.retransmit {
+            self.counters.tx_retransmits += 1;
+        }
+        self.req.on_sent(&self.cfg, now, &mut self.timers);
+        Ok(self.emit_request(&pkt, buf))
+    }
+
+    /// The earliest timer deadline, if any timer is armed.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    /// Runs the timers due at `now`. [RC-040] [RC-046]
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for timer in self.timers.expire(now).into_iter().flatten() {
+            match timer {
+                Timer::Retransmit => {
+                    if let requester::Verdict::Fatal(status) =
+                        self.req.handle_retransmit_timeout(&mut self.counters)
+                    {
+                        self.enter_error(Some(status), None);
+                    }
+                }
+                Timer::RnrWait => self.req.handle_rnr_timeout(&mut self.counters),
+            }
+        }
+    }
+
+    /// The next completion, in the order the work finished. [RC-070]
+    pub fn poll_completion(&mut self) -> Option<Completion<B, R>> {
+        match self.cq.front()? {
+            Queue::Send => {
+                let w = self.req.pop_completed()?;
+                self.cq.pop_front();
+                Some(Completion::Send {
+                    wr_id: w.wr_id,
+                    status: w.status.unwrap_or(WcStatus::Flushed),
+                    opcode: if w.op.is_write() {
+                        WcOpcode::RdmaWrite
+                    } else {
+                        WcOpcode::Send
+                    },
+                    buf: w.buf,
+                })
+            }
+            Queue::Recv => {
+                let w = self.resp.pop_completed()?;
+                self.cq.pop_front();
+                Some(Completion::Recv {
+                    wr_id: w.wr_id,
+                    status: w.status.unwrap_or(WcStatus::Flushed),
+                    opcode: w.opcode,
+                    byte_len: w.byte_len,
+                    imm: w.imm,
+                    buf: w.buf,
+                })
+            }
+        }
+    }
+
+    /// Moves the send PSN and the expected PSN of a quiescent QP, the
+    /// "RoCE-refined" alignment of EPIC Mode II. Responses already queued
+    /// are still sent. [RC-080]
+    pub fn resync(&mut self, send_psn: Psn, expected_psn: Psn) -> Result<(), ResyncError> {
+        if self.state == QpState::Error {
+            return Err(ResyncError::QpInError);
+        }
+        let count = self.req.outstanding();
+        if count > 0 {
+            return Err(ResyncError::SendsOutstanding { count });
+        }
+        if self.req.rnr_wait {
+            return Err(ResyncError::RnrWait);
+        }
+        if self.resp.in_message() {
+            return Err(ResyncError::ReceiveInProgress);
+        }
+        self.req.resync(send_psn);
+        self.resp.resync(expected_psn);
+        self.timers.stop(Timer::Retransmit);
+        Ok(())
+    }
+
+    /// Enters the error state: the failing work completes with its status,
+    /// everything else outstanding is flushed, timers stop. [RC-071]
+    fn enter_error(&mut self, send: Option<WcStatus>, recv: Option<WcStatus>) {
+        self.state = QpState::Error;
+        self.req.fail_all(send, &mut self.cq);
+        self.resp.fail_all(recv, &mut self.cq);
+        self.timers.stop_all();
+    }
+
+    fn headers(
+        &mut self,
+        opcode: Opcode,
+        psn: Psn,
+        ack_req: bool,
+        ext: ExtHeaders,
+        payload_len: usize,
+    ) -> RoceFrameRepr {
+        let path = &self.cfg.path;
+        self.ip_ident = self.ip_ident.wrapping_add(1);
+        RoceFrameRepr {
+            eth: EthernetRepr {
+                dst: path.remote_mac,
+                src: path.local_mac,
+                vlan: path.vlan,
+                ethertype: EtherType::Ipv4,
+            },
+            ipv4: Ipv4Repr {
+                src: path.local_ip,
+                dst: path.remote_ip,
+                dscp: path.dscp,
+                ecn: if path.ecn == Ecn::Ce {
+                    Ecn::Ect0
+                } else {
+                    path.ecn
+                },
+                ident: self.ip_ident,
+                dont_frag: true,
+                ttl: path.ttl,
+                protocol: IpProtocol::Udp,
+                payload_len: 0,
+            },
+            udp: UdpRepr {
+                src_port: self.cfg.udp_src_port(),
+                dst_port: ROCEV2_PORT,
+                checksum: 0,
+                payload_len: 0,
+            },
+            bth: BthRepr {
+                opcode,
+                solicited: false,
+                mig_req: false,
+                pad_count: BthRepr::pad_for(payload_len),
+                tver: 0,
+                pkey: self.cfg.pkey,
+                fecn: false,
+                becn: false,
+                dest_qp: self.cfg.remote_qpn,
+                ack_req,
+                psn,
+            },
+            ext,
+        }
+    }
+
+    fn emit_request(&mut self, pkt: &RequestPacket, buf: &mut [u8]) -> Option<usize> {
+        let len = pkt.payload.len();
+        let repr = self.headers(pkt.opcode, pkt.psn, pkt.ack_req, pkt.ext, len);
+        repr.emit(self.req.payload(pkt), buf).ok()
+    }
+
+    fn emit_response(&mut self, r: &Response, buf: &mut [u8]) -> Option<usize> {
+        let ext = ExtHeaders {
+            aeth: Some(AethRepr {
+                syndrome: r.syndrome,
+                msn: r.msn,
+            }),
+            ..ExtHeaders::default()
+        };
+        let repr = self.headers(Opcode::RcAcknowledge, r.psn, false, ext, 0);
+        repr.emit(&[], buf).ok()
+    }
+}

@@ -1,0 +1,840 @@
+//! Unit tests of the RC endpoint: two QPs wired back to back by a tiny
+//! harness that can drop, duplicate and hold frames. Each test names the
+//! SPEC IDs it checks.
+
+use std::vec;
+use std::vec::Vec;
+
+use super::*;
+use crate::psn::Psn;
+use crate::time::{Duration, Instant};
+use crate::wire::{EthernetAddress, NakCode, Opcode, Qpn, RoceFrame, Syndrome};
+use core::net::Ipv4Addr;
+
+type Qp = RcQp<Vec<u8>, Vec<u8>>;
+
+fn qpn(v: u32) -> Qpn {
+    Qpn::try_new(v).unwrap()
+}
+
+fn configs() -> (QpConfig, QpConfig) {
+    let (ma, mb) = (
+        EthernetAddress([2, 0, 0, 0, 0, 0xa]),
+        EthernetAddress([2, 0, 0, 0, 0, 0xb]),
+    );
+    let (ia, ib) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    let mut a = QpConfig::new(qpn(0x11), qpn(0x22), PathConfig::new(ma, mb, ia, ib));
+    let mut b = QpConfig::new(qpn(0x22), qpn(0x11), PathConfig::new(mb, ma, ib, ia));
+    for c in [&mut a, &mut b] {
+        c.mtu = Mtu::Mtu256;
+        c.timeout = 4; // 65.5 µs
+        c.sq_depth = 16;
+        c.rq_depth = 16;
+    }
+    (a, b)
+}
+
+/// A frame on the wire, decoded enough for assertions.
+#[derive(Debug, Clone)]
+struct Sent {
+    bytes: Vec<u8>,
+    opcode: Opcode,
+    psn: u32,
+    ack_req: bool,
+    syndrome: Option<Syndrome>,
+    payload_len: usize,
+}
+
+fn decode(bytes: &[u8]) -> Sent {
+    let f = RoceFrame::parse_verified(bytes).expect("QP emitted a bad frame");
+    Sent {
+        bytes: bytes.to_vec(),
+        opcode: f.bth.opcode,
+        psn: f.bth.psn.value(),
+        ack_req: f.bth.ack_req,
+        syndrome: f.ext.aeth.map(|a| a.syndrome),
+        payload_len: f.payload.len(),
+    }
+}
+
+struct Pair {
+    a: Qp,
+    b: Qp,
+    now: Instant,
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let (a, b) = configs();
+        Pair::with(a, b)
+    }
+
+    fn with(a: QpConfig, b: QpConfig) -> Pair {
+        Pair {
+            a: Qp::new(a).unwrap(),
+            b: Qp::new(b).unwrap(),
+            now: Instant::ZERO,
+        }
+    }
+
+    /// Every frame `qp` wants to send now.
+    fn drain(qp: &mut Qp, now: Instant) -> Vec<Sent> {
+        let mut buf = vec![0u8; qp.max_frame_len()];
+        let mut out = Vec::new();
+        while let Some(n) = qp.poll_transmit(now, &mut buf).unwrap() {
+            out.push(decode(&buf[..n]));
+        }
+        out
+    }
+
+    fn a_to_b(&mut self) -> Vec<Sent> {
+        Pair::drain(&mut self.a, self.now)
+    }
+
+    fn b_to_a(&mut self) -> Vec<Sent> {
+        Pair::drain(&mut self.b, self.now)
+    }
+
+    fn deliver_to_b(&mut self, frames: &[Sent]) {
+        for f in frames {
+            self.b.handle_frame(self.now, &f.bytes);
+        }
+    }
+
+    fn deliver_to_a(&mut self, frames: &[Sent]) {
+        for f in frames {
+            self.a.handle_frame(self.now, &f.bytes);
+        }
+    }
+
+    /// Exchanges frames without loss until both sides are quiet; returns
+    /// how many rounds it took.
+    fn settle(&mut self) -> usize {
+        for round in 0..10_000 {
+            let ab = self.a_to_b();
+            self.deliver_to_b(&ab);
+            let ba = self.b_to_a();
+            self.deliver_to_a(&ba);
+            if ab.is_empty() && ba.is_empty() {
+                return round;
+            }
+        }
+        panic!("pair never settled");
+    }
+
+    /// Advances time to the earliest timer of either QP and runs it.
+    fn fire_next_timer(&mut self) -> bool {
+        let next = [self.a.poll_timeout(), self.b.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
+        match next {
+            Some(t) => {
+                self.now = self.now.max(t);
+                self.a.handle_timeout(self.now);
+                self.b.handle_timeout(self.now);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+fn completions(qp: &mut Qp) -> Vec<Completion<Vec<u8>, Vec<u8>>> {
+    core::iter::from_fn(|| qp.poll_completion()).collect()
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+/// [RC-020] [RC-021] [RC-055] [RC-061] [RC-070]: a three-packet SEND with
+/// immediate is segmented FIRST/MIDDLE/LAST_WITH_IMM, delivered byte-exact,
+/// and acknowledged once.
+#[test]
+fn send_with_imm_is_segmented_and_delivered() {
+    let mut p = Pair::new();
+    let msg = pattern(600, 7);
+    p.b.post_recv(WrId(9), vec![0; 1024]).unwrap();
+    p.a.post_send(
+        WrId(1),
+        SendOp::SendWithImm { imm: 0xdead_beef },
+        msg.clone(),
+    )
+    .unwrap();
+    let sent = p.a_to_b();
+    let ops: Vec<_> = sent.iter().map(|s| s.opcode).collect();
+    assert_eq!(
+        ops,
+        [
+            Opcode::RcSendFirst,
+            Opcode::RcSendMiddle,
+            Opcode::RcSendLastWithImmediate
+        ]
+    );
+    assert_eq!(
+        sent.iter().map(|s| s.payload_len).collect::<Vec<_>>(),
+        [256, 256, 88]
+    );
+    assert_eq!(
+        sent.iter().map(|s| s.ack_req).collect::<Vec<_>>(),
+        [false, false, true]
+    );
+    assert_eq!(sent.iter().map(|s| s.psn).collect::<Vec<_>>(), [0, 1, 2]);
+    p.deliver_to_b(&sent);
+    let acks = p.b_to_a();
+    assert_eq!(acks.len(), 1);
+    assert_eq!(acks[0].psn, 2);
+    assert_eq!(acks[0].syndrome, Some(Syndrome::ACK));
+    p.deliver_to_a(&acks);
+    match &completions(&mut p.b)[..] {
+        [Completion::Recv {
+            wr_id,
+            status,
+            opcode,
+            byte_len,
+            imm,
+            buf,
+        }] => {
+            assert_eq!(
+                (*wr_id, *status, *opcode),
+                (WrId(9), WcStatus::Success, WcOpcode::Recv)
+            );
+            assert_eq!((*byte_len, *imm), (600, Some(0xdead_beef)));
+            assert_eq!(&buf[..600], &msg[..]);
+        }
+        other => panic!("unexpected completions {other:?}"),
+    }
+    match &completions(&mut p.a)[..] {
+        [Completion::Send {
+            wr_id,
+            status,
+            opcode,
+            buf,
+        }] => {
+            assert_eq!(
+                (*wr_id, *status, *opcode),
+                (WrId(1), WcStatus::Success, WcOpcode::Send)
+            );
+            assert_eq!(buf, &msg);
+        }
+        other => panic!("unexpected completions {other:?}"),
+    }
+    assert_eq!(p.b.msn(), 1);
+    assert_eq!(p.a.poll_timeout(), None, "nothing outstanding, no timer");
+}
+
+/// [RC-020]: zero-byte messages are one ONLY packet.
+#[test]
+fn zero_length_send_and_write() {
+    let mut p = Pair::new();
+    p.b.register_region(Rkey(5), 0x1000, vec![0; 16]).unwrap();
+    p.b.post_recv(WrId(1), vec![]).unwrap();
+    p.a.post_send(WrId(1), SendOp::Send, vec![]).unwrap();
+    let remote = RemoteAddr {
+        va: 0x1000,
+        rkey: Rkey(5),
+    };
+    p.a.post_send(WrId(2), SendOp::Write { remote }, vec![])
+        .unwrap();
+    let sent = p.a_to_b();
+    assert_eq!(
+        sent.iter().map(|s| s.opcode).collect::<Vec<_>>(),
+        [Opcode::RcSendOnly, Opcode::RcRdmaWriteOnly]
+    );
+    p.deliver_to_b(&sent);
+    p.settle();
+    assert_eq!(completions(&mut p.a).len(), 2);
+    assert_eq!(completions(&mut p.b)[0].status(), WcStatus::Success);
+}
+
+/// [RC-021]: AckReq on the last packet and after more than 64 packets
+/// without one (every 66th), as rxe.
+#[test]
+fn ack_req_every_66th_packet() {
+    let mut p = Pair::new();
+    p.b.post_recv(WrId(0), vec![0; 256 * 200]).unwrap();
+    p.a.post_send(WrId(0), SendOp::Send, pattern(256 * 200, 1))
+        .unwrap();
+    let sent = p.a_to_b();
+    assert_eq!(
+        sent.len(),
+        129,
+        "window of 128 unacked PSNs (rxe) allows 129"
+    );
+    let with: Vec<u32> = sent.iter().filter(|s| s.ack_req).map(|s| s.psn).collect();
+    assert_eq!(with, [65]);
+    p.deliver_to_b(&sent);
+    let ack = p.b_to_a();
+    assert_eq!(ack[0].psn, 65);
+    p.deliver_to_a(&ack);
+    let more = p.a_to_b();
+    let with: Vec<u32> = more.iter().filter(|s| s.ack_req).map(|s| s.psn).collect();
+    assert_eq!(with, [131], "the window ends at PSN 66 + 128");
+}
+
+/// [RC-022]: sending stalls while the next PSN is more than
+/// `max_unacked_psns` past the oldest unacknowledged one.
+#[test]
+fn window_limits_unacked_psns() {
+    let (mut a, b) = configs();
+    a.max_unacked_psns = 4;
+    let mut p = Pair::with(a, b);
+    p.b.post_recv(WrId(0), vec![0; 256 * 20]).unwrap();
+    p.a.post_send(WrId(0), SendOp::Send, pattern(256 * 20, 1))
+        .unwrap();
+    let first = p.a_to_b();
+    assert_eq!(first.len(), 5);
+    // A window smaller than the AckReq interval would stall until the
+    // timer; the packet that fills the window asks for an ACK instead.
+    assert_eq!(
+        first.iter().map(|s| s.ack_req).collect::<Vec<_>>(),
+        [false, false, false, false, true]
+    );
+    p.deliver_to_b(&first);
+    p.settle();
+    assert_eq!(p.a.counters().timeouts, 0);
+    assert_eq!(completions(&mut p.a)[0].status(), WcStatus::Success);
+    assert_eq!(completions(&mut p.b)[0].status(), WcStatus::Success);
+}
+
+/// [RC-032] [RC-052]: a lost packet makes the responder NAK once with the
+/// expected PSN and stay silent for later out-of-order packets; the
+/// requester goes back to the NAK'd PSN, resending MIDDLE/LAST without a
+/// RETH.
+#[test]
+fn lost_packet_gets_one_nak_and_go_back_n() {
+    let mut p = Pair::new();
+    p.b.register_region(Rkey(1), 0, vec![0; 2048]).unwrap();
+    let remote = RemoteAddr {
+        va: 0,
+        rkey: Rkey(1),
+    };
+    let msg = pattern(1500, 3);
+    p.a.post_send(WrId(1), SendOp::Write { remote }, msg.clone())
+        .unwrap();
+    let mut sent = p.a_to_b();
+    assert_eq!(sent.len(), 6);
+    sent.remove(1); // PSN 1 lost
+    p.deliver_to_b(&sent);
+    let resp = p.b_to_a();
+    assert_eq!(resp.len(), 1, "one NAK, then silence");
+    assert_eq!(resp[0].syndrome, Some(Syndrome::NAK_SEQ));
+    assert_eq!(resp[0].psn, 1);
+    assert_eq!(p.b.counters().drops(DropReason::OutOfSequence), 1);
+    assert_eq!(p.b.counters().drops(DropReason::OutOfSequenceSilent), 3);
+    p.deliver_to_a(&resp);
+    let resent = p.a_to_b();
+    assert_eq!(
+        resent.iter().map(|s| s.psn).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5]
+    );
+    assert_eq!(resent[0].opcode, Opcode::RcRdmaWriteMiddle);
+    assert_eq!(p.a.counters().tx_retransmits, 5);
+    p.deliver_to_b(&resent);
+    p.settle();
+    assert_eq!(completions(&mut p.a)[0].status(), WcStatus::Success);
+    assert_eq!(&p.b.region(Rkey(1)).unwrap()[..1500], &msg[..]);
+    assert!(
+        completions(&mut p.b).is_empty(),
+        "a plain WRITE completes nothing"
+    );
+}
+
+/// [RC-033]: only one NAK-triggered retry until progress.
+#[test]
+fn second_nak_during_retry_is_ignored() {
+    let mut p = Pair::new();
+    p.b.post_recv(WrId(0), vec![0; 4096]).unwrap();
+    p.a.post_send(WrId(0), SendOp::Send, pattern(256 * 6, 0))
+        .unwrap();
+    let mut sent = p.a_to_b();
+    sent.remove(2);
+    p.deliver_to_b(&sent);
+    let nak = p.b_to_a();
+    p.deliver_to_a(&nak);
+    let _resent = p.a_to_b();
+    p.deliver_to_a(&nak); // the same NAK again (duplicated by the network)
+    assert_eq!(p.a.counters().drops(DropReason::RetryInProgress), 1);
+    assert!(p.a_to_b().is_empty());
+}
+
+/// [RC-051]: a duplicate request is re-acknowledged with the last executed
+/// PSN, whatever its AckReq bit, and not executed again.
+#[test]
+fn duplicate_is_reacked_not_reexecuted() {
+    let mut p = Pair::new();
+    p.b.post_recv(WrId(0), vec![0; 4096]).unwrap();
+    p.b.post_recv(WrId(1), vec![0; 4096]).unwrap();
+    p.a.post_send(WrId(0), SendOp::Send, pattern(512, 0))
+        .unwrap();
+    let sent = p.a_to_b();
+    p.deliver_to_b(&sent);
+    let _ack = p.b_to_a();
+    p.deliver_to_b(&sent[..1]); // PSN 0 again, AckReq clear
+    let re = p.b_to_a();
+    assert_eq!(re.len(), 1);
+    assert_eq!((re[0].psn, re[0].syndrome), (1, Some(Syndrome::ACK)));
+    assert_eq!(p.b.counters().drops(DropReason::DuplicateRequest), 1);
+    assert_eq!(completions(&mut p.b).len(), 1);
+    assert_eq!(p.b.posted_recvs(), 1);
+}
+
+/// [RC-046] [RC-060]: no receive posted → RNR NAK with min_rnr_timer and
+/// the packet's PSN; the requester waits the RNR time, then resends.
+#[test]
+fn rnr_nak_then_retry_after_the_timer() {
+    let mut p = Pair::new();
+    p.a.post_send(WrId(0), SendOp::Send, pattern(100, 0))
+        .unwrap();
+    let sent = p.a_to_b();
+    p.deliver_to_b(&sent);
+    let rnr = p.b_to_a();
+    assert_eq!(rnr[0].syndrome, Some(Syndrome::RnrNak { timer: 1 }));
+    assert_eq!(rnr[0].psn, 0);
+    p.deliver_to_a(&rnr);
+    assert!(p.a_to_b().is_empty(), "waiting out the RNR timer");
+    assert_eq!(p.a.poll_timeout(), Some(Instant::ZERO + rnr_delay(1)));
+    p.b.post_recv(WrId(0), vec![0; 128]).unwrap();
+    assert!(p.fire_next_timer());
+    assert_eq!(p.now, Instant::from_nanos(10_000));
+    p.settle();
+    assert_eq!(completions(&mut p.a)[0].status(), WcStatus::Success);
+    assert_eq!(completions(&mut p.b)[0].status(), WcStatus::Success);
+}
+
+/// [RC-045]: rnr_retry exhausted → RNR_RETRY_EXC_ERR and the QP errors.
+#[test]
+fn rnr_retry_exhausted() {
+    let (mut a, b) = configs();
+    a.rnr_retry = 2;
+    let mut p = Pair::with(a, b);
+    p.a.post_send(WrId(0), SendOp::Send, pattern(10, 0))
+        .unwrap();
+    p.a.post_send(WrId(1), SendOp::Send, pattern(10, 0))
+        .unwrap();
+    for _ in 0..10 {
+        p.settle();
+        if !p.fire_next_timer() {
+            break;
+        }
+    }
+    assert_eq!(p.a.state(), QpState::Error);
+    let c = completions(&mut p.a);
+    assert_eq!(
+        c.iter().map(|c| c.status()).collect::<Vec<_>>(),
+        [WcStatus::RnrRetryExceeded, WcStatus::Flushed]
+    );
+    assert_eq!(p.a.counters().rx_rnr_naks, 3);
+}
+
+/// [RC-040] [RC-041] [RC-071]: a silent peer → timeouts at 4.096 µs·2^t,
+/// retry_cnt retries, then RETRY_EXC_ERR, flushed work, no armed timer.
+#[test]
+fn retries_exhausted_end_in_error_not_a_hang() {
+    let (mut a, _) = configs();
+    a.retry_cnt = 3;
+    let mut qp = Qp::new(a).unwrap();
+    qp.post_send(WrId(0), SendOp::Send, pattern(10, 0)).unwrap();
+    qp.post_send(WrId(1), SendOp::Send, pattern(10, 0)).unwrap();
+    qp.post_recv(WrId(7), vec![0; 8]).unwrap();
+    let mut now = Instant::ZERO;
+    let mut sends = 0;
+    let mut deadlines = Vec::new();
+    loop {
+        sends += Pair::drain(&mut qp, now).len();
+        match qp.poll_timeout() {
+            Some(t) => {
+                deadlines.push(t.as_nanos() - now.as_nanos());
+                now = t;
+                qp.handle_timeout(now);
+            }
+            None => break,
+        }
+    }
+    assert_eq!(deadlines, [65_536; 4]);
+    assert_eq!(sends, 2 * 4, "the original and three retries of both");
+    assert_eq!(qp.state(), QpState::Error);
+    let st: Vec<_> = completions(&mut qp).iter().map(|c| c.status()).collect();
+    assert_eq!(
+        st,
+        [
+            WcStatus::RetryExceeded,
+            WcStatus::Flushed,
+            WcStatus::Flushed
+        ]
+    );
+    assert_eq!(qp.counters().timeouts, 4);
+    let err = qp.post_send(WrId(2), SendOp::Send, vec![1]).unwrap_err();
+    assert_eq!((err.error, err.buf), (ApiError::QpInError, vec![1]));
+}
+
+/// [RC-041]: retry_cnt 7 retries forever.
+#[test]
+fn retry_cnt_seven_is_infinite() {
+    let (a, _) = configs();
+    let mut qp = Qp::new(a).unwrap();
+    qp.post_send(WrId(0), SendOp::Send, vec![1]).unwrap();
+    let mut now = Instant::ZERO;
+    for _ in 0..50 {
+        Pair::drain(&mut qp, now);
+        now = qp.poll_timeout().unwrap();
+        qp.handle_timeout(now);
+    }
+    assert_eq!(qp.state(), QpState::ReadyToSend);
+    assert_eq!(qp.counters().timeouts, 50);
+}
+
+/// [RC-031] [RC-050] [RC-055]: PSNs wrap at 2^24 on both sides.
+#[test]
+fn psn_wraps_at_2_pow_24() {
+    let (mut a, mut b) = configs();
+    a.sq_psn = Psn::try_new(Psn::MASK - 2).unwrap();
+    b.rq_psn = a.sq_psn;
+    let mut p = Pair::with(a, b);
+    p.b.post_recv(WrId(0), vec![0; 2048]).unwrap();
+    let msg = pattern(256 * 6, 9);
+    p.a.post_send(WrId(0), SendOp::Send, msg.clone()).unwrap();
+    let mut sent = p.a_to_b();
+    assert_eq!(
+        sent.iter().map(|s| s.psn).collect::<Vec<_>>(),
+        [Psn::MASK - 2, Psn::MASK - 1, Psn::MASK, 0, 1, 2]
+    );
+    sent.remove(3); // lose PSN 0, across the wrap
+    p.deliver_to_b(&sent);
+    let nak = p.b_to_a();
+    assert_eq!(nak[0].psn, 0);
+    p.deliver_to_a(&nak);
+    p.settle();
+    let c = completions(&mut p.b);
+    match &c[..] {
+        [Completion::Recv {
+            buf,
+            byte_len: 1536,
+            ..
+        }] => assert_eq!(&buf[..1536], &msg[..]),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(p.a.send_psn().value(), 3);
+    assert_eq!(p.b.expected_psn().value(), 3);
+}
+
+/// [RC-062] [RC-063] [RC-070]: WRITE with immediate lands in the region and
+/// consumes a receive reporting the RETH length.
+#[test]
+fn write_with_imm_reports_dma_len() {
+    let mut p = Pair::new();
+    p.b.register_region(Rkey(0x77), 0x10_0000, vec![0; 4096])
+        .unwrap();
+    p.b.post_recv(WrId(3), vec![0; 4]).unwrap();
+    let msg = pattern(700, 5);
+    let remote = RemoteAddr {
+        va: 0x10_0100,
+        rkey: Rkey(0x77),
+    };
+    p.a.post_send(
+        WrId(1),
+        SendOp::WriteWithImm { remote, imm: 42 },
+        msg.clone(),
+    )
+    .unwrap();
+    let sent = p.a_to_b();
+    assert_eq!(
+        sent.iter().map(|s| s.opcode).collect::<Vec<_>>(),
+        [
+            Opcode::RcRdmaWriteFirst,
+            Opcode::RcRdmaWriteMiddle,
+            Opcode::RcRdmaWriteLastWithImmediate
+        ]
+    );
+    p.deliver_to_b(&sent);
+    p.settle();
+    assert_eq!(
+        &p.b.region(Rkey(0x77)).unwrap()[0x100..0x100 + 700],
+        &msg[..]
+    );
+    match &completions(&mut p.b)[..] {
+        [Completion::Recv {
+            opcode,
+            byte_len,
+            imm,
+            ..
+        }] => {
+            assert_eq!(
+                (*opcode, *byte_len, *imm),
+                (WcOpcode::RecvRdmaWithImm, 700, Some(42))
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match &completions(&mut p.a)[..] {
+        [Completion::Send { opcode, status, .. }] => {
+            assert_eq!((*opcode, *status), (WcOpcode::RdmaWrite, WcStatus::Success));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// [RC-063] [RC-066]: a WRITE outside every region is NAKed with a remote
+/// access error; both QPs end in error with the right statuses.
+#[test]
+fn bad_rkey_is_a_remote_access_error() {
+    let mut p = Pair::new();
+    p.b.register_region(Rkey(1), 0, vec![0; 64]).unwrap();
+    p.b.post_recv(WrId(5), vec![0; 4]).unwrap();
+    let remote = RemoteAddr {
+        va: 32,
+        rkey: Rkey(1),
+    };
+    p.a.post_send(WrId(1), SendOp::Write { remote }, vec![1; 64])
+        .unwrap();
+    p.a.post_send(WrId(2), SendOp::Send, vec![1; 4]).unwrap();
+    let sent = p.a_to_b();
+    p.deliver_to_b(&sent);
+    let nak = p.b_to_a();
+    assert_eq!(
+        nak[0].syndrome,
+        Some(Syndrome::Nak(NakCode::RemoteAccessError))
+    );
+    p.deliver_to_a(&nak);
+    assert_eq!(p.b.state(), QpState::Error);
+    assert_eq!(p.a.state(), QpState::Error);
+    let st: Vec<_> = completions(&mut p.a).iter().map(|c| c.status()).collect();
+    assert_eq!(st, [WcStatus::RemoteAccessError, WcStatus::Flushed]);
+    let st: Vec<_> = completions(&mut p.b).iter().map(|c| c.status()).collect();
+    assert_eq!(st, [WcStatus::Flushed]);
+    assert_eq!(p.b.counters().drops(DropReason::RemoteAccess), 1);
+    assert_eq!(
+        p.b.counters().drops(DropReason::QpInError),
+        1,
+        "the SEND after it"
+    );
+}
+
+/// [RC-061] [RC-066]: a SEND longer than the receive buffer → NAK invalid
+/// request; the receive completes with a local length error.
+#[test]
+fn receive_overflow() {
+    let mut p = Pair::new();
+    p.b.post_recv(WrId(5), vec![0; 100]).unwrap();
+    p.a.post_send(WrId(1), SendOp::Send, vec![1; 300]).unwrap();
+    let sent = p.a_to_b();
+    p.deliver_to_b(&sent);
+    let nak = p.b_to_a();
+    assert_eq!(
+        nak[0].syndrome,
+        Some(Syndrome::Nak(NakCode::InvalidRequest))
+    );
+    p.deliver_to_a(&nak);
+    assert_eq!(
+        completions(&mut p.b)[0].status(),
+        WcStatus::LocalLengthError
+    );
+    assert_eq!(
+        completions(&mut p.a)[0].status(),
+        WcStatus::RemoteInvalidRequest
+    );
+}
+
+/// [RC-053] [RC-054]: opcode-sequence and length violations are fatal
+/// NAKs (invalid request).
+#[test]
+fn opcode_sequence_and_length_violations() {
+    // A MIDDLE with no FIRST: take a real MIDDLE and deliver it alone.
+    let mut p = Pair::new();
+    p.b.post_recv(WrId(0), vec![0; 4096]).unwrap();
+    p.a.post_send(WrId(0), SendOp::Send, vec![0; 600]).unwrap();
+    let sent = p.a_to_b();
+    let (mut a2, mut b2) = configs();
+    a2.sq_psn = Psn::try_new(1).unwrap();
+    b2.rq_psn = a2.sq_psn;
+    let mut q = Pair::with(a2, b2);
+    q.deliver_to_b(&sent[1..2]);
+    assert_eq!(q.b.counters().drops(DropReason::OpcodeSequence), 1);
+    let nak = q.b_to_a();
+    assert_eq!(
+        nak[0].syndrome,
+        Some(Syndrome::Nak(NakCode::InvalidRequest))
+    );
+    assert_eq!(q.b.state(), QpState::Error);
+
+    // A FIRST shorter than the MTU: the same message at a larger MTU,
+    // received by a QP configured for 256.
+    let (mut a3, b3) = configs();
+    a3.mtu = Mtu::Mtu512;
+    let mut r = Pair::with(a3, b3);
+    r.b.post_recv(WrId(0), vec![0; 4096]).unwrap();
+    r.a.post_send(WrId(0), SendOp::Send, vec![0; 600]).unwrap();
+    let sent = r.a_to_b();
+    r.deliver_to_b(&sent[..1]);
+    assert_eq!(r.b.counters().drops(DropReason::LengthError), 1);
+    assert_eq!(r.b.state(), QpState::Error);
+}
+
+/// [RC-006] [RC-090]: foreign, corrupted and malformed frames are counted
+/// by reason and change nothing.
+#[test]
+fn filters_count_typed_drops() {
+    let mut p = Pair::new();
+    p.b.post_recv(WrId(0), vec![0; 64]).unwrap();
+    p.a.post_send(WrId(0), SendOp::Send, vec![3; 8]).unwrap();
+    let good = p.a_to_b().remove(0).bytes;
+    let mut bad_icrc = good.clone();
+    *bad_icrc.last_mut().unwrap() ^= 1;
+    p.b.handle_frame(p.now, &bad_icrc);
+    p.b.handle_frame(p.now, &good[..20]);
+    p.b.handle_frame(p.now, &[]);
+    // Delivered to A, whose QPN and IP differ.
+    p.a.handle_frame(p.now, &good);
+    let c = p.b.counters();
+    assert_eq!(c.drops(DropReason::BadChecksum), 1);
+    assert_eq!(c.drops(DropReason::Malformed), 2);
+    assert_eq!(p.a.counters().drops(DropReason::WrongDestination), 1);
+    assert_eq!(p.b.expected_psn().value(), 0);
+    p.b.handle_frame(p.now, &good);
+    assert_eq!(p.b.expected_psn().value(), 1);
+}
+
+/// [RC-031]: responses for PSNs never sent, or already acknowledged, are
+/// dropped.
+#[test]
+fn ghost_and_stale_responses() {
+    let mut p = Pair::new();
+    p.b.post_recv(WrId(0), vec![0; 64]).unwrap();
+    p.b.post_recv(WrId(1), vec![0; 64]).unwrap();
+    p.a.post_send(WrId(0), SendOp::Send, vec![3; 8]).unwrap();
+    let s = p.a_to_b();
+    p.deliver_to_b(&s);
+    let ack = p.b_to_a();
+    p.deliver_to_a(&ack);
+    p.deliver_to_a(&ack);
+    assert_eq!(p.a.counters().drops(DropReason::StaleResponse), 1);
+    // An ACK for PSN 0 when nothing is outstanding beyond it: also stale.
+    p.a.post_send(WrId(1), SendOp::Send, vec![3; 8]).unwrap();
+    p.deliver_to_a(&ack);
+    assert_eq!(p.a.counters().drops(DropReason::StaleResponse), 2);
+    // The second message's ACK arrives before the message is sent → ghost.
+    let s2 = p.a_to_b();
+    p.deliver_to_b(&s2);
+    let ack2 = p.b_to_a();
+    p.b.resync(Psn::ZERO, Psn::ZERO).unwrap_or(());
+    let mut fresh = Pair::new();
+    fresh.deliver_to_a(&ack2);
+    assert_eq!(fresh.a.counters().drops(DropReason::GhostResponse), 1);
+}
+
+/// [RC-080]: resync moves both PSNs on a quiescent QP and refuses with a
+/// clear error while work is outstanding.
+#[test]
+fn resync_requires_a_quiescent_qp() {
+    let mut p = Pair::new();
+    p.b.post_recv(WrId(0), vec![0; 64]).unwrap();
+    p.b.post_recv(WrId(1), vec![0; 64]).unwrap();
+    p.a.post_send(WrId(0), SendOp::Send, vec![1; 8]).unwrap();
+    assert_eq!(
+        p.a.resync(Psn::ZERO, Psn::ZERO),
+        Err(ResyncError::SendsOutstanding { count: 1 })
+    );
+    p.settle();
+    completions(&mut p.a);
+    let target = Psn::try_new(0x00ab_cdef).unwrap();
+    p.a.resync(target, Psn::ZERO).unwrap();
+    p.b.resync(Psn::ZERO, target).unwrap();
+    p.a.post_send(WrId(1), SendOp::Send, vec![2; 8]).unwrap();
+    let s = p.a_to_b();
+    assert_eq!(s[0].psn, 0x00ab_cdef);
+    p.deliver_to_b(&s);
+    p.settle();
+    assert_eq!(completions(&mut p.a)[0].status(), WcStatus::Success);
+    assert_eq!(completions(&mut p.b).len(), 2);
+
+    // Mid-message on the responder side.
+    let mut q = Pair::new();
+    q.b.post_recv(WrId(0), vec![0; 1024]).unwrap();
+    q.a.post_send(WrId(0), SendOp::Send, vec![0; 600]).unwrap();
+    let s = q.a_to_b();
+    q.deliver_to_b(&s[..1]);
+    assert_eq!(
+        q.b.resync(Psn::ZERO, Psn::ZERO),
+        Err(ResyncError::ReceiveInProgress)
+    );
+}
+
+/// [RC-005]: API misuse is a typed error that hands the buffer back.
+#[test]
+fn api_misuse_returns_buffers() {
+    let (mut a, _) = configs();
+    a.sq_depth = 1;
+    a.rq_depth = 1;
+    a.max_regions = 1;
+    let mut qp = Qp::new(a).unwrap();
+    qp.post_send(WrId(0), SendOp::Send, vec![1]).unwrap();
+    let e = qp.post_send(WrId(1), SendOp::Send, vec![2]).unwrap_err();
+    assert_eq!(
+        (e.error, e.buf),
+        (ApiError::SendQueueFull { depth: 1 }, vec![2])
+    );
+    qp.post_recv(WrId(0), vec![1]).unwrap();
+    let e = qp.post_recv(WrId(1), vec![3]).unwrap_err();
+    assert_eq!(e.error, ApiError::RecvQueueFull { depth: 1 });
+    qp.register_region(Rkey(1), 0, vec![0; 4]).unwrap();
+    let e = qp.register_region(Rkey(1), 0, vec![0; 4]).unwrap_err();
+    assert_eq!(e.error, ApiError::DuplicateRkey { rkey: 1 });
+    let e = qp.register_region(Rkey(2), 0, vec![0; 4]).unwrap_err();
+    assert_eq!(e.error, ApiError::RegionTableFull { max: 1 });
+    assert_eq!(qp.deregister_region(Rkey(1)), Some(vec![0; 4]));
+    let e = qp
+        .register_region(Rkey(2), u64::MAX - 1, vec![0; 4])
+        .unwrap_err();
+    assert_eq!(e.error, ApiError::RegionOverflow);
+    let mut small = [0u8; 64];
+    assert!(matches!(
+        qp.poll_transmit(Instant::ZERO, &mut small),
+        Err(ApiError::TransmitBufferTooSmall { .. })
+    ));
+    let (mut a, _) = configs();
+    a.max_msg_bytes = 10;
+    let mut qp = Qp::new(a).unwrap();
+    let e = qp
+        .post_send(WrId(0), SendOp::Send, vec![0; 11])
+        .unwrap_err();
+    assert_eq!(e.error, ApiError::MessageTooLong { len: 11, max: 10 });
+    let (mut a, _) = configs();
+    a.timeout = 32;
+    assert!(Qp::new(a).is_err());
+}
+
+/// [RC-057]: a full response queue coalesces into its newest entry.
+#[test]
+fn responses_coalesce_when_the_queue_is_full() {
+    let (a, mut b) = configs();
+    b.response_depth = 1;
+    let mut p = Pair::with(a, b);
+    for i in 0..3 {
+        p.b.post_recv(WrId(i), vec![0; 16]).unwrap();
+        p.a.post_send(WrId(i), SendOp::Send, vec![1; 16]).unwrap();
+    }
+    let s = p.a_to_b();
+    p.deliver_to_b(&s);
+    let acks = p.b_to_a();
+    assert_eq!(acks.len(), 1);
+    assert_eq!(acks[0].psn, 2, "the newest, cumulative ACK survives");
+    assert_eq!(p.b.counters().drops(DropReason::ResponseCoalesced), 2);
+    p.deliver_to_a(&acks);
+    assert_eq!(completions(&mut p.a).len(), 3);
+}
+
+/// Timers: an early `handle_timeout` does nothing.
+#[test]
+fn early_timeout_is_a_no_op() {
+    let (a, _) = configs();
+    let mut qp = Qp::new(a).unwrap();
+    qp.post_send(WrId(0), SendOp::Send, vec![1]).unwrap();
+    Pair::drain(&mut qp, Instant::ZERO);
+    let at = qp.poll_timeout().unwrap();
+    qp.handle_timeout(Instant::ZERO + Duration::from_nanos(1));
+    assert_eq!(qp.counters().timeouts, 0);
+    assert_eq!(qp.poll_timeout(), Some(at));
+}
