@@ -715,14 +715,28 @@ fn ghost_and_stale_responses() {
     p.a.post_send(WrId(1), SendOp::Send, vec![3; 8]).unwrap();
     p.deliver_to_a(&ack);
     assert_eq!(p.a.counters().drops(DropReason::StaleResponse), 2);
-    // The second message's ACK arrives before the message is sent → ghost.
-    let s2 = p.a_to_b();
-    p.deliver_to_b(&s2);
-    let ack2 = p.b_to_a();
-    p.b.resync(Psn::ZERO, Psn::ZERO).unwrap_or(());
+    // An ACK for a PSN this QP never sent → ghost.
     let mut fresh = Pair::new();
-    fresh.deliver_to_a(&ack2);
+    fresh
+        .a
+        .post_send(WrId(0), SendOp::Send, vec![3; 8])
+        .unwrap();
+    let _ = fresh.a_to_b(); // PSN 0 sent; 1 is not
+    let mut other = Pair::new();
+    other.b.post_recv(WrId(0), vec![0; 64]).unwrap();
+    other.b.post_recv(WrId(1), vec![0; 64]).unwrap();
+    for i in 0..2 {
+        other
+            .a
+            .post_send(WrId(i), SendOp::Send, vec![3; 8])
+            .unwrap();
+    }
+    let s = other.a_to_b();
+    other.deliver_to_b(&s);
+    let acks = other.b_to_a(); // ACKs for PSN 0 and 1
+    fresh.deliver_to_a(&acks[1..]);
     assert_eq!(fresh.a.counters().drops(DropReason::GhostResponse), 1);
+    assert_eq!(fresh.a.outstanding_sends(), 1);
 }
 
 /// [RC-080]: resync moves both PSNs on a quiescent QP and refuses with a
