@@ -236,7 +236,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
     /// frames are dropped and counted; nothing here can fail or panic.
     /// [RC-006]
     pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
-        match RoceFrame::parse_verified(frame) {
+        match RoceFrame::parse_verified_transport(frame) {
             Ok(f) => self.handle_verified(now, &f),
             Err(e) => {
                 self.counters.rx_frames += 1;
@@ -255,8 +255,9 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         }
     }
 
-    /// Feeds a frame already parsed by [`RoceFrame::parse_verified`] (a
-    /// driver demultiplexing many QPs parses once). [RC-006]
+    /// Feeds a frame already parsed by [`RoceFrame::parse_verified`] or
+    /// [`RoceFrame::parse_verified_transport`] (a driver demultiplexing many
+    /// QPs parses once). [RC-006]
     pub fn handle_verified(&mut self, now: Instant, f: &RoceFrame<'_>) {
         self.counters.rx_frames += 1;
         let path = &self.cfg.path;

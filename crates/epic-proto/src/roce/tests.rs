@@ -46,7 +46,7 @@ struct Sent {
 }
 
 fn decode(bytes: &[u8]) -> Sent {
-    let f = RoceFrame::parse_verified(bytes).expect("QP emitted a bad frame");
+    let f = RoceFrame::parse_verified_transport(bytes).expect("QP emitted a bad frame");
     Sent {
         bytes: bytes.to_vec(),
         opcode: f.bth.opcode,
@@ -851,4 +851,27 @@ fn early_timeout_is_a_no_op() {
     qp.handle_timeout(Instant::ZERO + Duration::from_nanos(1));
     assert_eq!(qp.counters().timeouts, 0);
     assert_eq!(qp.poll_timeout(), Some(at));
+}
+
+/// [RC-006]: the transport delivers an EPIC-tagged SEND_ONLY_WITH_IMMEDIATE
+/// whatever its payload; judging EPIC headers is not the RC layer's job.
+#[test]
+fn epic_tagged_send_is_delivered_as_a_send() {
+    let mut p = Pair::new();
+    p.b.post_recv(WrId(0), vec![0; 64]).unwrap();
+    let tag = crate::wire::EPIC_IMM_TAG;
+    p.a.post_send(WrId(0), SendOp::SendWithImm { imm: tag }, vec![0xee; 10])
+        .unwrap();
+    p.settle();
+    match &completions(&mut p.b)[..] {
+        [Completion::Recv {
+            imm,
+            byte_len: 10,
+            status: WcStatus::Success,
+            ..
+        }] => {
+            assert_eq!(*imm, Some(tag));
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -244,11 +244,14 @@ pub fn is_epic_control(bth: &BthRepr, ext: &ExtHeaders) -> bool {
     bth.opcode == Opcode::RcSendOnlyWithImmediate && ext.immdt.map(|i| i.0) == Some(EPIC_IMM_TAG)
 }
 
-/// Whether a parse also verifies the checksums.
+/// Whether a parse also verifies the checksums, and whether it reads EPIC
+/// control messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verify {
     No,
     Checksums,
+    /// Checksums, but an EPIC control message is left as the SEND it is.
+    TransportOnly,
 }
 
 /// A parsed RoCEv2 frame borrowing its buffer. [WIRE-060]
@@ -290,13 +293,24 @@ impl<'a> RoceFrame<'a> {
         RoceFrame::parse_with(buf, Verify::Checksums)
     }
 
+    /// Parses and verifies like [`RoceFrame::parse_verified`] but does not
+    /// read EPIC control messages: a SEND_ONLY_WITH_IMMEDIATE with the EPIC
+    /// tag is returned as the RC SEND it is, whatever its payload, and
+    /// `epic` is `None`. An RC endpoint delivers such a message as a
+    /// transport would; judging it is the collective layer's job. [RC-006]
+    pub fn parse_verified_transport(buf: &'a [u8]) -> Result<RoceFrame<'a>, Error> {
+        RoceFrame::parse_with(buf, Verify::TransportOnly)
+    }
+
     fn parse_with(buf: &'a [u8], verify: Verify) -> Result<RoceFrame<'a>, Error> {
         let mut w = Walk::default();
         walk(buf, &mut w)?;
-        if let (Verify::Checksums, Some(layout)) = (verify, &w.layout) {
+        if let (Verify::Checksums | Verify::TransportOnly, Some(layout)) = (verify, &w.layout) {
             verify_checksums(buf, layout)?;
         }
-        epic_step(&mut w)?;
+        if verify != Verify::TransportOnly {
+            epic_step(&mut w)?;
+        }
         match (w.layout, w.eth, w.ipv4, w.udp, w.bth, w.payload) {
             (Some(layout), Some(eth), Some(ipv4), Some(udp), Some(bth), Some(payload)) => {
                 Ok(RoceFrame {
