@@ -177,7 +177,7 @@ pub struct QpConfig {
 impl QpConfig {
     /// A configuration with rxe's defaults: MTU 4096, timeout 14 (≈ 67 ms),
     /// retry_cnt 7, rnr_retry 7, min_rnr_timer 1 (10 µs), queues of 128,
-    /// 128 unacknowledged PSNs, AckReq every 65 packets.
+    /// 128 unacknowledged PSNs, AckReq on every 66th packet at most.
     pub const fn new(local_qpn: Qpn, remote_qpn: Qpn, path: PathConfig) -> QpConfig {
         QpConfig {
             local_qpn,

@@ -12,7 +12,7 @@
 //!   RNR NAKs when no receive is posted.
 //! - PSN resync on a quiescent QP, for EPIC's Mode II alignment.
 //!
-//! The normative text is `docs/SPEC.md` §11 ("RC transport profile"); items
+//! The normative text is `docs/SPEC.md` §10 ("RC transport profile"); items
 //! cite its IDs as `[RC-nnn]`. The module needs the `alloc` feature: queues
 //! are allocated once when the QP is created and never grow.
 //!

@@ -157,6 +157,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
                 buf,
             );
         }
+        // At most 2^22 packets, so serial PSN comparisons stay valid. [RC-023]
         let len = buf.as_ref().len() as u64;
         let max = u64::from(self.cfg.max_msg_bytes).min(u64::from(self.cfg.mtu.bytes()) << 22);
         if len > max {
@@ -306,6 +307,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             | Opcode::RcRdmaReadResponseMiddle
             | Opcode::RcRdmaReadResponseLast
             | Opcode::RcRdmaReadResponseOnly => {
+                // This QP never issues READs or atomics. [RC-035]
                 self.counters.drop(DropReason::UnexpectedResponse);
             }
             _ => {
@@ -448,6 +450,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         self.timers.stop_all();
     }
 
+    /// The headers of a frame we send. [RC-008]
     fn headers(
         &mut self,
         opcode: Opcode,

@@ -1,7 +1,7 @@
 //! The requester and completer of an RC QP: PSN assignment, segmentation,
 //! AckReq, the unacknowledged window, cumulative ACKs, go-back-N on a
 //! sequence NAK or timeout, and RNR waits. Behaviour follows Linux rxe
-//! (`rxe_req.c`, `rxe_comp.c`); `docs/SPEC.md` §11 lists each rule.
+//! (`rxe_req.c`, `rxe_comp.c`); `docs/SPEC.md` §10 lists each rule.
 //! [RC-020]…[RC-049]
 
 use alloc::collections::VecDeque;
@@ -276,13 +276,16 @@ impl<B: AsRef<[u8]>> Requester<B> {
         let verdict = match aeth.syndrome {
             Syndrome::Ack { .. } => {
                 counters.rx_acks += 1;
-                self.complete_through(psn, Through::Inclusive, counters, cq);
+                self.complete_through(cfg, psn, Through::Inclusive, counters, cq);
                 self.advance_comp(psn.next());
+                // An ACK restores the retry counts. [RC-049]
                 self.reset_retries(cfg);
                 Verdict::Continue
             }
             Syndrome::Nak(NakCode::PsnSequenceError) => {
-                self.complete_through(psn, Through::Exclusive, counters, cq);
+                // Completing a request ends a retry under way (rxe), so a
+                // NAK that completes one is acted on. [RC-033]
+                self.complete_through(cfg, psn, Through::Exclusive, counters, cq);
                 self.advance_comp(psn);
                 if self.started_retry {
                     counters.drop(DropReason::RetryInProgress);
@@ -293,7 +296,8 @@ impl<B: AsRef<[u8]>> Requester<B> {
                 }
             }
             Syndrome::RnrNak { timer } => {
-                self.complete_through(psn, Through::Exclusive, counters, cq);
+                // An RNR NAK acknowledges every PSN before it. [RC-047]
+                self.complete_through(cfg, psn, Through::Exclusive, counters, cq);
                 self.advance_comp(psn);
                 counters.rx_rnr_naks += 1;
                 if self.rnr_left == 0 {
@@ -312,13 +316,15 @@ impl<B: AsRef<[u8]>> Requester<B> {
                 | NakCode::RemoteAccessError
                 | NakCode::RemoteOperationalError),
             ) => {
-                self.complete_through(psn, Through::Exclusive, counters, cq);
+                // Fatal: the request at the NAK'd PSN fails. [RC-034]
+                self.complete_through(cfg, psn, Through::Exclusive, counters, cq);
                 return Verdict::Fatal(match code {
                     NakCode::InvalidRequest => WcStatus::RemoteInvalidRequest,
                     NakCode::RemoteAccessError => WcStatus::RemoteAccessError,
                     _ => WcStatus::RemoteOperationalError,
                 });
             }
+            // Reserved syndromes are dropped, not fatal. [RC-035]
             Syndrome::Nak(NakCode::Unknown(_)) | Syndrome::Unknown(_) => {
                 counters.drop(DropReason::UnknownSyndrome);
                 return Verdict::Continue;
@@ -417,6 +423,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
     /// covers. [RC-030]
     fn complete_through(
         &mut self,
+        cfg: &QpConfig,
         psn: Psn,
         through: Through,
         counters: &mut Counters,
@@ -436,6 +443,9 @@ impl<B: AsRef<[u8]>> Requester<B> {
             cq.push_back(Queue::Send);
             counters.sends_completed += 1;
             self.advance_comp(last.next());
+            // Any response that completes a request restores the retry
+            // counts and ends a retry under way, as in rxe. [RC-049]
+            self.reset_retries(cfg);
         }
         if self.cursor < self.done {
             self.cursor = self.done;

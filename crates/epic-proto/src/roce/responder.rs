@@ -1,7 +1,7 @@
 //! The responder of an RC QP: expected PSN, duplicate and out-of-sequence
 //! handling, the opcode sequence, length and access checks, delivery into
 //! posted receives and registered regions, MSN, coalescing ACKs and RNR
-//! NAKs. Behaviour follows Linux rxe (`rxe_resp.c`); `docs/SPEC.md` §11
+//! NAKs. Behaviour follows Linux rxe (`rxe_resp.c`); `docs/SPEC.md` §10
 //! lists each rule. [RC-050]…[RC-069]
 
 use alloc::collections::VecDeque;
@@ -187,7 +187,10 @@ impl<R: AsMut<[u8]>> Responder<R> {
         cq: &mut VecDeque<Queue>,
     ) -> Verdict {
         let psn = bth.psn;
-        if psn != self.epsn {
+        if psn == self.epsn {
+            // The gap, if any, is filled. [RC-052]
+            self.sent_psn_nak = false;
+        } else {
             if psn.is_after(self.epsn) {
                 // A gap: one NAK, then silence until the gap fills. [RC-052]
                 if self.sent_psn_nak {
@@ -205,8 +208,9 @@ impl<R: AsMut<[u8]>> Responder<R> {
             }
             return Verdict::Continue;
         }
+        // READ, atomics and invalidate are not served. [RC-069]
         let Some((class, pos, imm)) = classify(bth.opcode) else {
-            return self.fatal(cfg, psn, DropReason::UnsupportedOpcode, counters);
+            return self.fatal(cfg, psn, DropReason::UnsupportedOpcode, false, counters);
         };
         // FIRST → MIDDLE* → LAST. [RC-053]
         let sequence_ok = match (self.in_message, pos) {
@@ -220,7 +224,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
             _ => false,
         };
         if !sequence_ok {
-            return self.fatal(cfg, psn, DropReason::OpcodeSequence, counters);
+            return self.fatal(cfg, psn, DropReason::OpcodeSequence, false, counters);
         }
         // A SEND or an immediate needs a posted receive. [RC-060]
         let needs_recv = class == Class::Send || imm;
@@ -240,7 +244,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
             Position::Only => payload.len() <= mtu,
         };
         if !len_ok {
-            return self.fatal(cfg, psn, DropReason::LengthError, counters);
+            return self.fatal(cfg, psn, DropReason::LengthError, needs_recv, counters);
         }
         let next = match class {
             Class::Send => self.place_send(pos, payload),
@@ -248,11 +252,10 @@ impl<R: AsMut<[u8]>> Responder<R> {
         };
         let next = match next {
             Ok(next) => next,
-            Err(Refusal(reason)) => return self.fatal(cfg, psn, reason, counters),
+            Err(Refusal(reason)) => return self.fatal(cfg, psn, reason, needs_recv, counters),
         };
         // Execute. [RC-055] [RC-056]
         self.epsn = psn.next();
-        self.sent_psn_nak = false;
         counters.rx_executed += 1;
         if pos.ends() {
             self.msn = (self.msn + 1) & MSN_MASK;
@@ -273,6 +276,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
         } else {
             self.in_message = next;
         }
+        // ACK only on request: responses are cumulative. [RC-058]
         if bth.ack_req {
             self.respond(cfg, Syndrome::ACK, psn, counters);
         }
@@ -314,6 +318,19 @@ impl<R: AsMut<[u8]>> Responder<R> {
             (Position::First | Position::Only, _) => {
                 let reth = ext.reth.ok_or(Refusal(DropReason::OpcodeSequence))?;
                 let rkey = Rkey(reth.rkey);
+                if reth.dma_len == 0 {
+                    // Nothing to write: like rxe, no key or address check.
+                    // [RC-062]
+                    if !payload.is_empty() {
+                        return Err(Refusal(DropReason::LengthError));
+                    }
+                    return Ok(Some(InMessage::Write {
+                        rkey,
+                        offset: 0,
+                        remaining: 0,
+                        dma_len: 0,
+                    }));
+                }
                 let region = self
                     .regions
                     .iter()
@@ -394,11 +411,14 @@ impl<R: AsMut<[u8]>> Responder<R> {
     }
 
     /// Queues a fatal NAK for `psn` and reports the error. [RC-066]
+    /// `recv_taken`: the packet had claimed the head receive (rxe's
+    /// `resp.wqe`), which then completes with the error.
     fn fatal(
         &mut self,
         cfg: &QpConfig,
         psn: Psn,
         reason: DropReason,
+        recv_taken: bool,
         counters: &mut Counters,
     ) -> Verdict {
         counters.drop(reason);
@@ -410,16 +430,20 @@ impl<R: AsMut<[u8]>> Responder<R> {
         self.respond(cfg, Syndrome::Nak(code), psn, counters);
         // The receive being filled completes with the error; with no
         // message under way, every receive is flushed.
-        let status = match (self.in_message, reason) {
-            (Some(InMessage::Send { .. }), _) | (_, DropReason::ReceiveOverflow) => Some(status),
+        let status = match self.in_message {
+            Some(InMessage::Send { .. }) => Some(status),
+            _ if recv_taken => Some(status),
             _ => None,
         };
         Verdict::Fatal(status)
     }
 
-    /// Queues an ACK or NAK. When the queue is full the newest entry is
-    /// overwritten: responses are cumulative, so the newer one says at
-    /// least as much. A fatal NAK is never overwritten. [RC-057]
+    /// Queues an ACK or NAK. When the queue is full, the newest entry is
+    /// overwritten by a newer NAK, or by a newer ACK when the newest is an
+    /// ACK too: responses are cumulative, so the survivor says at least as
+    /// much. An ACK never overwrites a NAK (the NAK also acknowledges
+    /// everything before its PSN, and carries the request to go back), and
+    /// a fatal NAK is never overwritten. [RC-057]
     fn respond(&mut self, cfg: &QpConfig, syndrome: Syndrome, psn: Psn, counters: &mut Counters) {
         let r = Response {
             syndrome,
@@ -431,7 +455,9 @@ impl<R: AsMut<[u8]>> Responder<R> {
             return;
         }
         if let Some(last) = self.responses.back_mut() {
-            if !last.is_fatal() {
+            let keep_last =
+                last.is_fatal() || (last.syndrome.is_nak_or_rnr() && r.syndrome.is_ack());
+            if !keep_last {
                 *last = r;
             }
         }

@@ -875,3 +875,41 @@ fn epic_tagged_send_is_delivered_as_a_send() {
         other => panic!("{other:?}"),
     }
 }
+
+/// [RC-062]: a zero-length WRITE needs no region, as in rxe.
+#[test]
+fn zero_length_write_needs_no_region() {
+    let mut p = Pair::new();
+    let remote = RemoteAddr {
+        va: 0,
+        rkey: Rkey(0),
+    };
+    p.a.post_send(WrId(0), SendOp::Write { remote }, vec![])
+        .unwrap();
+    p.settle();
+    assert_eq!(completions(&mut p.a)[0].status(), WcStatus::Success);
+    assert_eq!(p.b.state(), QpState::ReadyToSend);
+}
+
+/// [RC-057]: with a full response queue, a duplicate's ACK does not
+/// overwrite a queued sequence NAK.
+#[test]
+fn coalescing_never_replaces_a_nak_with_an_ack() {
+    let (a, mut b) = configs();
+    b.response_depth = 1;
+    let mut p = Pair::with(a, b);
+    p.b.post_recv(WrId(0), vec![0; 2048]).unwrap();
+    p.a.post_send(WrId(0), SendOp::Send, pattern(256 * 4, 0))
+        .unwrap();
+    let sent = p.a_to_b();
+    p.deliver_to_b(&sent[..1]); // PSN 0, no AckReq: nothing queued
+    p.deliver_to_b(&sent[2..3]); // PSN 2: gap → NAK(1) queued
+    p.deliver_to_b(&sent[..1]); // duplicate PSN 0 → ACK(0) must not replace it
+    let resp = p.b_to_a();
+    assert_eq!(resp.len(), 1);
+    assert_eq!(
+        (resp[0].psn, resp[0].syndrome),
+        (1, Some(Syndrome::NAK_SEQ))
+    );
+    assert_eq!(p.b.counters().drops(DropReason::ResponseCoalesced), 1);
+}
