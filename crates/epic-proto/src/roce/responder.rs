@@ -46,6 +46,16 @@ pub(crate) struct Response {
 }
 
 impl Response {
+    /// How much a response must not be lost to coalescing. [RC-057]
+    fn rank(&self) -> u8 {
+        match self.syndrome {
+            Syndrome::Ack { .. } => 0,
+            Syndrome::Nak(NakCode::PsnSequenceError) => 1,
+            Syndrome::RnrNak { .. } => 2,
+            _ => 3,
+        }
+    }
+
     fn is_fatal(&self) -> bool {
         matches!(
             self.syndrome,
@@ -438,12 +448,12 @@ impl<R: AsMut<[u8]>> Responder<R> {
         Verdict::Fatal(status)
     }
 
-    /// Queues an ACK or NAK. When the queue is full, the newest entry is
-    /// overwritten by a newer NAK, or by a newer ACK when the newest is an
-    /// ACK too: responses are cumulative, so the survivor says at least as
-    /// much. An ACK never overwrites a NAK (the NAK also acknowledges
-    /// everything before its PSN, and carries the request to go back), and
-    /// a fatal NAK is never overwritten. [RC-057]
+    /// Queues an ACK or NAK. When the queue is full, a new response
+    /// overwrites the newest queued one only if it ranks at least as high
+    /// (ACK < sequence NAK < RNR NAK), and never a fatal NAK: responses are
+    /// cumulative, a NAK for E also acknowledges everything before E, and an
+    /// RNR NAK for E must not turn into an immediate go-back that would
+    /// spend `retry_cnt` instead of `rnr_retry`. [RC-057]
     fn respond(&mut self, cfg: &QpConfig, syndrome: Syndrome, psn: Psn, counters: &mut Counters) {
         let r = Response {
             syndrome,
@@ -455,9 +465,10 @@ impl<R: AsMut<[u8]>> Responder<R> {
             return;
         }
         if let Some(last) = self.responses.back_mut() {
-            let keep_last =
-                last.is_fatal() || (last.syndrome.is_nak_or_rnr() && r.syndrome.is_ack());
-            if !keep_last {
+            // ACK < sequence NAK < RNR NAK < fatal NAK: a response replaces
+            // the newest queued one only if it ranks at least as high, and
+            // nothing replaces a fatal NAK.
+            if !last.is_fatal() && r.rank() >= last.rank() {
                 *last = r;
             }
         }

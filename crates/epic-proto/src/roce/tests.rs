@@ -913,3 +913,26 @@ fn coalescing_never_replaces_a_nak_with_an_ack() {
     );
     assert_eq!(p.b.counters().drops(DropReason::ResponseCoalesced), 1);
 }
+
+/// [RC-057]: with a full response queue, a sequence NAK does not overwrite
+/// a queued RNR NAK for the same PSN (the requester must wait, not spend
+/// its retry count). Found by the rc_endpoint fuzz target.
+#[test]
+fn coalescing_keeps_an_rnr_nak_over_a_sequence_nak() {
+    let (mut a, mut b) = configs();
+    a.timeout = 0;
+    b.timeout = 0;
+    b.response_depth = 1;
+    let mut p = Pair::with(a, b);
+    p.a.post_send(WrId(1), SendOp::Send, vec![7; 512]).unwrap();
+    let sent = p.a_to_b();
+    p.deliver_to_b(&sent); // PSN 0 → RNR NAK(0); PSN 1 → NAK-SEQ(0)
+    let resp = p.b_to_a();
+    assert_eq!(resp.len(), 1);
+    assert_eq!(resp[0].syndrome, Some(Syndrome::RnrNak { timer: 1 }));
+    p.deliver_to_a(&resp);
+    p.b.post_recv(WrId(9), vec![0; 512]).unwrap();
+    assert!(p.fire_next_timer(), "the RNR wait is armed");
+    p.settle();
+    assert_eq!(completions(&mut p.a)[0].status(), WcStatus::Success);
+}

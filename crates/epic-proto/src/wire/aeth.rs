@@ -80,11 +80,6 @@ impl Syndrome {
         matches!(self, Syndrome::Ack { .. })
     }
 
-    /// Whether this is a NAK or an RNR NAK.
-    pub const fn is_nak_or_rnr(self) -> bool {
-        matches!(self, Syndrome::Nak(_) | Syndrome::RnrNak { .. })
-    }
-
     /// Whether this is an RNR NAK or a NAK.
     pub const fn is_nak(self) -> bool {
         matches!(self, Syndrome::RnrNak { .. } | Syndrome::Nak(_))
