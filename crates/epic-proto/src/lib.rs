@@ -40,6 +40,9 @@ extern crate alloc;
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+pub mod engine;
+#[cfg(feature = "alloc")]
+pub mod host;
 pub mod psn;
 #[cfg(feature = "alloc")]
 pub mod roce;

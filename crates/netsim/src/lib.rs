@@ -97,6 +97,7 @@ mod error;
 mod event;
 mod fault;
 mod ids;
+pub mod inc;
 mod link;
 mod node;
 mod run;

@@ -1,0 +1,148 @@
+//! What an IncEngine is told: the switch itself ([`EngineConfig`]) and each
+//! local context it installs ([`ContextConfig`]). [ENG-001] [ENG-010]
+
+use alloc::vec::Vec;
+use core::net::Ipv4Addr;
+
+use crate::time::Duration;
+use crate::wire::{EthernetAddress, GroupId, Qpn};
+
+/// A switch port number, as the driver numbers its ports.
+pub type PortNo = u16;
+
+/// Which realization of the EPIC abstraction a context runs. [ENG-002]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Mode {
+    /// Mode II, connection translated: end-to-end reliability by the hosts,
+    /// the switch aggregates, translates headers and reflects ACKs. [M2-001]
+    Translated,
+    /// Mode III, connection augmented: per-hop ACK/NAK and retransmission
+    /// out of pipes with a valid PSN range. [M3-001]
+    Augmented,
+}
+
+impl Mode {
+    /// "2" or "3", as the command line spells modes.
+    pub const fn number(self) -> u8 {
+        match self {
+            Mode::Translated => 2,
+            Mode::Augmented => 3,
+        }
+    }
+}
+
+/// What is at the far end of a tree edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Peer {
+    /// A rank (a host's RC QP), by rank number.
+    Rank(u16),
+    /// Another switch's endpoint.
+    Switch,
+}
+
+/// One tree edge as seen from this switch: the paper's EndPoint
+/// configuration (remote, ip, qp, port). [ENG-011]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct EndpointConfig {
+    /// Port the edge leaves through.
+    pub port: PortNo,
+    /// This switch's QP number for the edge: the BTH destination QP of
+    /// everything the peer sends on it. Unique within the switch.
+    pub local_qpn: Qpn,
+    /// The peer's QP number (our BTH destination QP).
+    pub remote_qpn: Qpn,
+    /// The peer's (next hop's) MAC address.
+    pub remote_mac: EthernetAddress,
+    /// The peer's IPv4 address.
+    pub remote_ip: Ipv4Addr,
+    /// A rank or a switch.
+    pub peer: Peer,
+}
+
+/// One group's local context on this switch, as the manager installs it.
+/// [ENG-010]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ContextConfig {
+    /// The group.
+    pub group: GroupId,
+    /// Mode II or III.
+    pub mode: Mode,
+    /// Ranks in the group (K ≥ 2).
+    pub ranks: u16,
+    /// The tree edges at this switch.
+    pub endpoints: Vec<EndpointConfig>,
+    /// Index in `endpoints` of the edge toward the tree root; `None` on the
+    /// root switch.
+    pub parent: Option<u16>,
+    /// For each rank, the index in `endpoints` of the edge leading toward
+    /// it. Reduce and Broadcast re-root the tree at their root rank with
+    /// this table. [ENG-012]
+    pub route: Vec<u16>,
+    /// N: slots per pipe, indexed by PSN mod N. Mode II uses N = 2·M·W and
+    /// recycles the slot N/2 ahead; Mode III accepts PSNs in
+    /// [psnStart, psnStart + N). [M2-010] [M3-010]
+    pub slots: u32,
+    /// U: the largest data payload of one packet (the path MTU).
+    pub max_payload: u16,
+    /// Reserve per-child buffers so reproducible invocations can be served.
+    /// [ENG-035]
+    pub reproducible: bool,
+}
+
+/// The switch itself. [ENG-001]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct EngineConfig {
+    /// The switch's MAC address (source of everything it originates or
+    /// translates).
+    pub mac: EthernetAddress,
+    /// The switch's IPv4 address: EPIC traffic is addressed to it.
+    pub ip: Ipv4Addr,
+    /// Bytes of on-chip memory ("SRAM") for context state. [ENG-013]
+    pub arena_bytes: usize,
+    /// Contexts (groups) the switch holds at once. [ENG-014]
+    pub max_contexts: usize,
+    /// Lookup-table entries (endpoints over all contexts). [ENG-014]
+    pub max_endpoints: usize,
+    /// Largest group size (K) a context may have. [ENG-014]
+    pub max_group_size: u16,
+    /// Frames the output queue holds; beyond it frames are dropped and
+    /// counted, like a full switch buffer. [ENG-020]
+    pub tx_queue_frames: usize,
+    /// Mode III retransmission timeout of an outgoing endpoint. [M3-040]
+    pub retransmit_timeout: Duration,
+    /// Mode III: answer a rank whose packet was beyond the pipe's range
+    /// with a CNP as well as the NAK (rate synchronization). [M3-060]
+    pub send_cnp: bool,
+}
+
+impl EngineConfig {
+    /// A switch at `mac`/`ip` with room for modest labs: 16 MiB of arena,
+    /// 16 contexts, 256 endpoints, groups up to 64, a 512-frame queue, a
+    /// 100 µs retransmission timeout, CNPs off.
+    pub const fn new(mac: EthernetAddress, ip: Ipv4Addr) -> EngineConfig {
+        EngineConfig {
+            mac,
+            ip,
+            arena_bytes: 16 << 20,
+            max_contexts: 16,
+            max_endpoints: 256,
+            max_group_size: 64,
+            tx_queue_frames: 512,
+            retransmit_timeout: Duration::from_micros(100),
+            send_cnp: false,
+        }
+    }
+}
+
+/// Most endpoints one context may have (the arrival masks are 64 bits).
+pub const MAX_CONTEXT_ENDPOINTS: usize = 64;
+
+/// Invocations a context tracks at once; installing one more retires the
+/// oldest. Hosts run one invocation at a time, so at most two are ever
+/// live on a switch. [CTL-020]
+pub const INVOCATION_SLOTS: usize = 4;

@@ -1,0 +1,284 @@
+//! The Context of §4.1: one group's state on this switch (endpoints, pipes,
+//! invocations), its arena footprint, and the dispatch into the modes.
+//! [ENG-010] [ENG-013]
+
+use alloc::vec::Vec;
+use core::mem::size_of;
+
+use super::config::{ContextConfig, Mode, INVOCATION_SLOTS};
+use super::endpoint::EndpointState;
+use super::inc_engine::{emit_cnp, emit_response, Io};
+use super::invocation::{Invocation, InvocationTable, PipeId, Shape};
+use super::modules::lookup_table::Entry;
+use super::pipe::Pipe;
+use crate::psn::Psn;
+use crate::time::Instant;
+use crate::wire::{AethRepr, EpicHeaderRepr, GroupId, RoceFrame};
+
+/// The arena bytes of one context, by kind. [ENG-013]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ContextFootprint {
+    /// Payload (accumulator) arrays of the pipes: N × 2U for the Up pipe
+    /// (2-byte floats accumulate in FP32), N × U for Mode III's Down pipe.
+    pub payload: usize,
+    /// Per-child buffers for reproducible invocations.
+    pub reproducible: usize,
+    /// Degree arrays (one byte per slot per pipe).
+    pub degree: usize,
+    /// Slot records (tag, length, opcode, flags).
+    pub slot_meta: usize,
+    /// Per-endpoint arrival bits, one per slot per pipe.
+    pub arrived: usize,
+    /// Endpoint records.
+    pub endpoints: usize,
+    /// Invocation table.
+    pub invocations: usize,
+    /// Lookup-table entries.
+    pub lookup: usize,
+}
+
+impl ContextFootprint {
+    /// Every byte.
+    pub fn total(&self) -> usize {
+        self.payload
+            + self.reproducible
+            + self.degree
+            + self.slot_meta
+            + self.arrived
+            + self.endpoints
+            + self.invocations
+            + self.lookup
+    }
+
+    /// The footprint a context of `cfg` will have, computed without
+    /// allocating it.
+    pub fn of(cfg: &ContextConfig) -> ContextFootprint {
+        let n = cfg.slots as usize;
+        let u = usize::from(cfg.max_payload);
+        let eps = cfg.endpoints.len();
+        let down = if cfg.mode == Mode::Augmented { n } else { 0 };
+        let raw_children = raw_children(cfg);
+        ContextFootprint {
+            payload: n * 2 * u + down * u,
+            reproducible: n * raw_children * u,
+            degree: n + down,
+            slot_meta: (n + down) * super::pipe::SLOT_META_BYTES,
+            arrived: eps * (n.div_ceil(64) + down.div_ceil(64)) * 8,
+            endpoints: eps * size_of::<EndpointState>(),
+            invocations: INVOCATION_SLOTS * (size_of::<Invocation>() + eps * size_of::<Psn>()),
+            lookup: eps * size_of::<(u32, Entry)>(),
+        }
+    }
+}
+
+fn raw_children(cfg: &ContextConfig) -> usize {
+    if !cfg.reproducible {
+        return 0;
+    }
+    let eps = cfg.endpoints.len();
+    if cfg.parent.is_some() {
+        eps - 1
+    } else {
+        eps
+    }
+}
+
+/// One group's local context. [ENG-010]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Context {
+    /// How it was installed.
+    pub cfg: ContextConfig,
+    pub(crate) shape: Shape,
+    pub(crate) eps: Vec<EndpointState>,
+    /// Up (aggregation) and Down (broadcast) pipes; Mode II's Down pipe has
+    /// no slots (it replicates without state).
+    pub(crate) pipes: [Pipe; 2],
+    pub(crate) invs: InvocationTable,
+}
+
+impl Context {
+    pub(crate) fn new(cfg: ContextConfig) -> Context {
+        let n = cfg.slots;
+        let u = usize::from(cfg.max_payload);
+        let start = Psn::ZERO;
+        let down_n = if cfg.mode == Mode::Augmented { n } else { 0 };
+        let eps = cfg
+            .endpoints
+            .iter()
+            .map(|e| EndpointState::new(*e, n, down_n, start))
+            .collect();
+        let shape = Shape {
+            eps: u16::try_from(cfg.endpoints.len()).unwrap_or(u16::MAX),
+            parent: cfg.parent,
+        };
+        let raw = raw_children(&cfg);
+        Context {
+            shape,
+            eps,
+            pipes: [
+                Pipe::new(PipeId::Up, n, 2 * u, raw, u, start),
+                Pipe::new(PipeId::Down, down_n, u, 0, 0, start),
+            ],
+            invs: InvocationTable::new(),
+            cfg,
+        }
+    }
+
+    /// Sets the group PSN every endpoint and pipe starts from: the PSN the
+    /// ranks' QPs were created with. [CTL-040]
+    pub fn set_start_psn(&mut self, start: Psn) {
+        for e in &mut self.eps {
+            e.epsn = start;
+            e.last_acked = start.sub(1);
+            e.max_sent = start.sub(1);
+            e.next_send = start;
+        }
+        for p in &mut self.pipes {
+            p.psn_start = start;
+        }
+    }
+
+    pub(crate) fn pipe(&self, id: PipeId) -> &Pipe {
+        let [up, down] = &self.pipes;
+        match id {
+            PipeId::Up => up,
+            PipeId::Down => down,
+        }
+    }
+
+    /// The group.
+    pub fn group(&self) -> GroupId {
+        self.cfg.group
+    }
+
+    /// The arena bytes this context takes. [ENG-013]
+    pub fn footprint(&self) -> ContextFootprint {
+        let (mut payload, mut repro, mut degree, mut meta) = (0, 0, 0, 0);
+        for p in &self.pipes {
+            let (a, b, c, d) = p.footprint();
+            payload += a;
+            repro += b;
+            degree += c;
+            meta += d;
+        }
+        let eps = self.eps.len();
+        ContextFootprint {
+            payload,
+            reproducible: repro,
+            degree,
+            slot_meta: meta,
+            arrived: self.eps.iter().map(|e| e.arrived_bytes()).sum::<usize>(),
+            endpoints: eps * size_of::<EndpointState>(),
+            invocations: INVOCATION_SLOTS * (size_of::<Invocation>() + eps * size_of::<Psn>()),
+            lookup: eps * size_of::<(u32, Entry)>(),
+        }
+    }
+
+    /// The endpoints' state.
+    pub fn endpoints(&self) -> &[EndpointState] {
+        &self.eps
+    }
+
+    /// Mode III: the first PSN of a pipe's valid range. [M3-010]
+    pub fn psn_start(&self, pipe: PipeId) -> Psn {
+        self.pipe(pipe).psn_start
+    }
+
+    /// The PSN a pipe slot holds and whether it is complete (diagnostics).
+    pub fn slot_state(&self, pipe: PipeId, slot: usize) -> (Option<Psn>, bool, u32) {
+        let p = self.pipe(pipe);
+        let m = p.meta(slot);
+        (m.tag, m.complete, p.degree(slot))
+    }
+
+    /// The newest installed invocation.
+    pub fn newest_invocation(&self) -> Option<&Invocation> {
+        self.invs.newest()
+    }
+
+    pub(crate) fn handle_ack(&mut self, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) {
+        match self.cfg.mode {
+            Mode::Translated => self.ack2(io, ep, psn, aeth),
+            Mode::Augmented => self.ack3(io, ep, psn, aeth),
+        }
+    }
+
+    pub(crate) fn handle_control(
+        &mut self,
+        io: &mut Io<'_>,
+        ep: u16,
+        f: &RoceFrame<'_>,
+        h: &EpicHeaderRepr,
+    ) {
+        match self.cfg.mode {
+            Mode::Translated => self.control2(io, ep, f, h),
+            Mode::Augmented => self.control3(io, ep, f, h),
+        }
+    }
+
+    pub(crate) fn handle_data(&mut self, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+        io.counters.rx_data += 1;
+        match self.cfg.mode {
+            Mode::Translated => self.data2(io, ep, f),
+            Mode::Augmented => self.data3(io, ep, f),
+        }
+    }
+
+    /// Whether endpoint `ep` has something to send now.
+    pub(crate) fn has_work(&self, ep: u16) -> bool {
+        let Some(e) = self.eps.get(usize::from(ep)) else {
+            return false;
+        };
+        e.response.is_some()
+            || e.cnp
+            || (self.cfg.mode == Mode::Augmented && self.ready3(ep).is_some())
+    }
+
+    /// Sends one frame of endpoint `ep` into `buf`: its pending response,
+    /// then a CNP, then (Mode III) its next data packet.
+    pub(crate) fn transmit(&mut self, io: &mut Io<'_>, ep: u16, buf: &mut [u8]) -> Option<usize> {
+        let e = self.eps.get_mut(usize::from(ep))?;
+        if let Some(r) = e.response.take() {
+            if r.syndrome.is_nak() {
+                io.counters.tx_naks += 1;
+            }
+            return emit_response(io, &e.cfg, &r, buf);
+        }
+        if e.cnp {
+            e.cnp = false;
+            io.counters.tx_cnps += 1;
+            return emit_cnp(io, &e.cfg, buf);
+        }
+        if self.cfg.mode == Mode::Augmented {
+            return self.transmit3(io, ep, buf);
+        }
+        None
+    }
+
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        if self.cfg.mode != Mode::Augmented {
+            return None;
+        }
+        self.eps
+            .iter()
+            .filter_map(|e| match (e.deadline, e.rnr_until) {
+                (Some(d), Some(r)) => Some(d.min(r)),
+                (d, r) => d.or(r),
+            })
+            .min()
+    }
+
+    pub(crate) fn handle_timeout(&mut self, io: &mut Io<'_>) {
+        if self.cfg.mode == Mode::Augmented {
+            self.timeout3(io);
+        }
+    }
+
+    /// Puts endpoint `ep` on the work list.
+    pub(crate) fn list(&mut self, io: &mut Io<'_>, ep: u16) {
+        if let Some(e) = self.eps.get_mut(usize::from(ep)) {
+            io.list(ep, &mut e.listed);
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! Engine counters and the typed reason of every frame the engine drops.
+//! [ENG-060]
+
+macro_rules! engine_drop_reasons {
+    ($( $(#[$doc:meta])* $name:ident => $label:literal, )*) => {
+        /// Why the engine dropped a frame (or declined to act on it). Every
+        /// drop path bumps exactly one of these. [ENG-060]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+        #[non_exhaustive]
+        pub enum EngineDropReason {
+            $( $(#[$doc])* $name, )*
+        }
+
+        impl EngineDropReason {
+            /// Every reason, in counter order.
+            pub const ALL: &'static [EngineDropReason] = &[$(EngineDropReason::$name,)*];
+            /// Number of reasons.
+            pub const COUNT: usize = Self::ALL.len();
+
+            /// A stable snake_case name for logs and JSON.
+            pub const fn label(self) -> &'static str {
+                match self {
+                    $(EngineDropReason::$name => $label,)*
+                }
+            }
+        }
+    };
+}
+
+engine_drop_reasons! {
+    /// Not a well-formed RoCEv2 frame addressed to this switch.
+    Malformed => "malformed",
+    /// Bad IPv4 header checksum or ICRC.
+    BadChecksum => "bad_checksum",
+    /// A control message whose EPIC header fails validation. [WIRE-064]
+    BadControl => "bad_control",
+    /// The destination QP matches no installed endpoint.
+    UnknownQp => "unknown_qp",
+    /// The frame arrived on a port other than its endpoint's.
+    WrongPort => "wrong_port",
+    /// An opcode the engine does not serve (WRITE, READ, atomics, UD …).
+    UnsupportedOpcode => "unsupported_opcode",
+    /// A control message for another group than the context's. [CTL-011]
+    WrongGroup => "wrong_group",
+    /// A control message whose collective the engine does not run as one
+    /// invocation (ReduceScatter, AllGather: hosts send K invocations), or
+    /// a root rank outside the group. [CTL-013]
+    UnsupportedInvocation => "unsupported_invocation",
+    /// A control message that contradicts the installed state of its
+    /// invocation (other parameters or another PSN). [CTL-012]
+    ControlMismatch => "control_mismatch",
+    /// A control message whose PSN is not after the newest invocation's
+    /// range, or whose first data PSN is not the next PSN. [CTL-014]
+    ControlOutOfOrder => "control_out_of_order",
+    /// Data outside the validated range of every invocation whose control
+    /// message this endpoint has delivered. [WIRE-122] [CTL-030]
+    OutsideInvocation => "outside_invocation",
+    /// Data whose payload length is not the one its block must have.
+    /// [WIRE-120]
+    BadLength => "bad_length",
+    /// Data or ACK arriving on an edge that carries nothing in that
+    /// direction for its invocation (e.g. data from a Reduce root).
+    WrongDirection => "wrong_direction",
+    /// Mode II: data for a PSN whose slot already holds a newer PSN: a
+    /// stale duplicate. [M2-012]
+    StaleData => "stale_data",
+    /// A duplicate that was not aggregated again (it may still be
+    /// forwarded or acknowledged). [M2-011] [M3-021]
+    Duplicate => "duplicate",
+    /// Data still waiting for other children: absorbed into the pipe.
+    Absorbed => "absorbed",
+    /// Mode III: a PSN beyond the pipe's valid range. [M3-020]
+    OutOfWindow => "out_of_window",
+    /// Mode III: a PSN behind the pipe's range: re-acknowledged only.
+    BehindWindow => "behind_window",
+    /// An ACK/NAK the engine had no use for (old, or for a direction that
+    /// carries no data).
+    AckIgnored => "ack_ignored",
+    /// An ACK/NAK outside every known invocation.
+    AckOutsideInvocation => "ack_outside_invocation",
+    /// A NAK with a code other than PSN sequence error or RNR.
+    FatalNak => "fatal_nak",
+    /// The output queue was full. [ENG-020]
+    TxQueueFull => "tx_queue_full",
+}
+
+/// Counters of one engine. [ENG-060]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct EngineCounters {
+    /// Frames handed to `handle_frame`.
+    pub rx_frames: u64,
+    /// Frames that were not EPIC traffic for this switch (left to the
+    /// driver's forwarding).
+    pub rx_not_epic: u64,
+    /// Frames written by `poll_transmit`.
+    pub tx_frames: u64,
+    /// Control messages accepted.
+    pub rx_control: u64,
+    /// Invocations installed.
+    pub invocations_installed: u64,
+    /// Data packets aggregated or replicated.
+    pub rx_data: u64,
+    /// ACK/NAK packets received.
+    pub rx_acks: u64,
+    /// Aggregations completed (a slot reached its fan-in).
+    pub aggregations: u64,
+    /// Mode III: data packets retransmitted.
+    pub tx_retransmits: u64,
+    /// Mode III: retransmission timer expiries.
+    pub timeouts: u64,
+    /// Mode III: NAKs sent.
+    pub tx_naks: u64,
+    /// Mode III: CNPs sent.
+    pub tx_cnps: u64,
+    drops: [u64; EngineDropReason::COUNT],
+}
+
+impl EngineCounters {
+    /// Frames dropped for `reason`.
+    pub fn drops(&self, reason: EngineDropReason) -> u64 {
+        self.drops.get(reason as usize).copied().unwrap_or(0)
+    }
+
+    /// Frames dropped for any reason, except the benign `Absorbed` and
+    /// `Duplicate`.
+    pub fn total_drops(&self) -> u64 {
+        self.nonzero_drops()
+            .filter(|(r, _)| !matches!(r, EngineDropReason::Absorbed | EngineDropReason::Duplicate))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Every reason with a nonzero count.
+    pub fn nonzero_drops(&self) -> impl Iterator<Item = (EngineDropReason, u64)> + '_ {
+        EngineDropReason::ALL
+            .iter()
+            .zip(self.drops.iter())
+            .filter(|(_, n)| **n > 0)
+            .map(|(r, n)| (*r, *n))
+    }
+
+    pub(crate) fn drop(&mut self, reason: EngineDropReason) {
+        if let Some(n) = self.drops.get_mut(reason as usize) {
+            *n += 1;
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! `IncEngine`: one switch's sans-IO engine. Frames in through
+//! [`IncEngine::handle_frame`], frames out through
+//! [`IncEngine::poll_transmit`], time through [`IncEngine::poll_timeout`] and
+//! [`IncEngine::handle_timeout`], contexts through
+//! [`IncEngine::install`]. [ENG-001]
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::config::{ContextConfig, EngineConfig, Mode, Peer, PortNo, MAX_CONTEXT_ENDPOINTS};
+use super::context::{Context, ContextFootprint};
+use super::counters::{EngineCounters, EngineDropReason};
+use super::error::InstallError;
+use super::modules::lookup_table::{Entry, LookupTable};
+use super::modules::translate_header::{translate_header, Outgoing, Source};
+use super::txq::{TxQueue, WorkList};
+use crate::time::Instant;
+use crate::wire::{
+    AethRepr, CnpRepr, ErrorKind, ExtHeaders, GroupId, LaxFrame, Layer, Opcode, RoceFrame,
+    EPIC_IMM_TAG,
+};
+
+/// Headroom for headers beyond the payload in a frame buffer: Ethernet with
+/// a VLAN tag, IPv4, UDP, BTH, ImmDt, ICRC and pad, rounded up.
+pub const FRAME_OVERHEAD: usize = 128;
+
+/// What became of a frame given to [`IncEngine::handle_frame`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Disposition {
+    /// EPIC traffic for this switch: consumed (acted on, or dropped and
+    /// counted).
+    Consumed,
+    /// Not EPIC traffic for this switch (another destination, not RoCEv2):
+    /// the driver forwards or drops it as a router would.
+    NotEpic,
+}
+
+/// Everything the packet path may touch besides one context.
+pub(crate) struct Io<'a> {
+    pub(crate) cfg: &'a EngineConfig,
+    pub(crate) counters: &'a mut EngineCounters,
+    pub(crate) txq: &'a mut TxQueue,
+    pub(crate) work: &'a mut WorkList,
+    pub(crate) ident: &'a mut u16,
+    pub(crate) scratch: &'a mut Vec<u8>,
+    pub(crate) ctx: u16,
+    pub(crate) now: Instant,
+}
+
+impl Io<'_> {
+    pub(crate) fn source(&self) -> Source {
+        Source {
+            mac: self.cfg.mac,
+            ip: self.cfg.ip,
+        }
+    }
+
+    pub(crate) fn drop(&mut self, reason: EngineDropReason) {
+        self.counters.drop(reason);
+    }
+
+    /// Puts endpoint `ep` of this context on the work list.
+    pub(crate) fn list(&mut self, ep: u16, listed: &mut bool) {
+        if !*listed && self.work.push(self.ctx, ep) {
+            *listed = true;
+        }
+    }
+}
+
+/// One switch's IncEngine. [ENG-001]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IncEngine {
+    cfg: EngineConfig,
+    contexts: Vec<Context>,
+    table: LookupTable,
+    arena_used: usize,
+    counters: EngineCounters,
+    txq: TxQueue,
+    work: WorkList,
+    ident: u16,
+    scratch: Vec<u8>,
+}
+
+impl IncEngine {
+    /// A switch with no contexts. Allocates its output queue and work list
+    /// now; the packet path allocates nothing. [ENG-001] [ENG-020]
+    pub fn new(cfg: EngineConfig) -> IncEngine {
+        let frame = usize::from(crate::wire::MAX_PAYLOAD_BYTES) + FRAME_OVERHEAD;
+        IncEngine {
+            cfg,
+            contexts: Vec::with_capacity(cfg.max_contexts),
+            table: LookupTable::new(cfg.max_endpoints),
+            arena_used: 0,
+            counters: EngineCounters::default(),
+            txq: TxQueue::new(cfg.tx_queue_frames, frame),
+            work: WorkList::new(cfg.max_endpoints),
+            ident: 0,
+            scratch: vec![0; usize::from(crate::wire::MAX_PAYLOAD_BYTES) * 2],
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &EngineCounters {
+        &self.counters
+    }
+
+    /// Arena bytes in use. [ENG-013]
+    pub fn arena_used(&self) -> usize {
+        self.arena_used
+    }
+
+    /// Arena bytes free. [ENG-013]
+    pub fn arena_free(&self) -> usize {
+        self.cfg.arena_bytes.saturating_sub(self.arena_used)
+    }
+
+    /// The installed contexts.
+    pub fn contexts(&self) -> &[Context] {
+        &self.contexts
+    }
+
+    /// The context of `group`.
+    pub fn context(&self, group: GroupId) -> Option<&Context> {
+        self.contexts.iter().find(|c| c.cfg.group == group)
+    }
+
+    /// The context of `group`, mutable (to set its start PSN).
+    pub fn context_mut(&mut self, group: GroupId) -> Option<&mut Context> {
+        self.contexts.iter_mut().find(|c| c.cfg.group == group)
+    }
+
+    /// The arena bytes a context would take, without installing it.
+    /// [ENG-013]
+    pub fn footprint_of(cfg: &ContextConfig) -> Result<ContextFootprint, InstallError> {
+        validate(cfg, u16::MAX)?;
+        Ok(Context::new(cfg.clone()).footprint())
+    }
+
+    /// Installs a group's local context. Refuses with a typed error when
+    /// the description is inconsistent or when the arena, the lookup table
+    /// or the context limit would be exceeded; on success returns the
+    /// bytes the context takes. [ENG-010] [ENG-013] [ENG-014]
+    pub fn install(&mut self, cfg: ContextConfig) -> Result<ContextFootprint, InstallError> {
+        validate(&cfg, self.cfg.max_group_size)?;
+        if self.contexts.iter().any(|c| c.cfg.group == cfg.group) {
+            return Err(InstallError::DuplicateGroup { group: cfg.group });
+        }
+        if self.contexts.len() >= self.cfg.max_contexts {
+            return Err(InstallError::TooManyContexts {
+                max: self.cfg.max_contexts,
+            });
+        }
+        if self.table.free() < cfg.endpoints.len() {
+            return Err(InstallError::TableFull {
+                needed: cfg.endpoints.len(),
+                free: self.table.free(),
+            });
+        }
+        if let Some(e) = cfg
+            .endpoints
+            .iter()
+            .find(|e| self.table.contains(e.local_qpn))
+        {
+            return Err(InstallError::DuplicateQpn {
+                qpn: e.local_qpn.value(),
+            });
+        }
+        // Size the context before allocating it.
+        let fp = ContextFootprint::of(&cfg);
+        if fp.total() > self.arena_free() {
+            return Err(InstallError::ArenaExhausted {
+                needed: fp.total(),
+                free: self.arena_free(),
+            });
+        }
+        let ctx = Context::new(cfg);
+        let fp = ctx.footprint();
+        let index =
+            u16::try_from(self.contexts.len()).map_err(|_| InstallError::TooManyContexts {
+                max: self.cfg.max_contexts,
+            })?;
+        for (i, e) in ctx.cfg.endpoints.iter().enumerate() {
+            let ep = u16::try_from(i).unwrap_or(u16::MAX);
+            self.table.insert(e.local_qpn, Entry { ctx: index, ep });
+        }
+        self.arena_used += fp.total();
+        self.contexts.push(ctx);
+        Ok(fp)
+    }
+
+    /// Removes a group's context and frees its arena bytes and table
+    /// entries. [ENG-010]
+    pub fn remove(&mut self, group: GroupId) -> Result<(), InstallError> {
+        let index = self
+            .contexts
+            .iter()
+            .position(|c| c.cfg.group == group)
+            .ok_or(InstallError::UnknownGroup { group })?;
+        let ctx = self.contexts.remove(index);
+        self.arena_used = self.arena_used.saturating_sub(ctx.footprint().total());
+        let index = u16::try_from(index).unwrap_or(u16::MAX);
+        self.table.remove_context(index);
+        self.work.remove_context(index);
+        for c in &mut self.contexts {
+            for e in &mut c.eps {
+                e.listed = false;
+            }
+        }
+        // Re-list everything; stale entries are harmless.
+        self.work.clear();
+        for (ci, c) in self.contexts.iter_mut().enumerate() {
+            let ci = u16::try_from(ci).unwrap_or(u16::MAX);
+            for (ei, e) in c.eps.iter_mut().enumerate() {
+                if self.work.push(ci, u16::try_from(ei).unwrap_or(u16::MAX)) {
+                    e.listed = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Handles one frame that arrived on `port`. [ENG-001]
+    pub fn handle_frame(&mut self, now: Instant, port: PortNo, frame: &[u8]) -> Disposition {
+        self.counters.rx_frames += 1;
+        let f = match RoceFrame::parse_verified(frame) {
+            Ok(f) => f,
+            Err(e) => return self.parse_failure(frame, e.layer, e.kind),
+        };
+        if f.ipv4.dst != self.cfg.ip {
+            self.counters.rx_not_epic += 1;
+            return Disposition::NotEpic;
+        }
+        let Some(entry) = self.table.lookup(f.bth.dest_qp) else {
+            self.counters.drop(EngineDropReason::UnknownQp);
+            return Disposition::Consumed;
+        };
+        let Some(ctx) = self.contexts.get_mut(usize::from(entry.ctx)) else {
+            self.counters.drop(EngineDropReason::UnknownQp);
+            return Disposition::Consumed;
+        };
+        if ctx.eps.get(usize::from(entry.ep)).map(|e| e.cfg.port) != Some(port) {
+            self.counters.drop(EngineDropReason::WrongPort);
+            return Disposition::Consumed;
+        }
+        let mut io = Io {
+            cfg: &self.cfg,
+            counters: &mut self.counters,
+            txq: &mut self.txq,
+            work: &mut self.work,
+            ident: &mut self.ident,
+            scratch: &mut self.scratch,
+            ctx: entry.ctx,
+            now,
+        };
+        let ep = entry.ep;
+        match f.bth.opcode {
+            Opcode::RcAcknowledge => match f.ext.aeth {
+                Some(aeth) => {
+                    io.counters.rx_acks += 1;
+                    ctx.handle_ack(&mut io, ep, f.bth.psn, aeth);
+                }
+                None => io.drop(EngineDropReason::Malformed),
+            },
+            Opcode::RcSendOnlyWithImmediate if f.ext.immdt.map(|i| i.0) == Some(EPIC_IMM_TAG) => {
+                match f.epic {
+                    Some(h) => {
+                        io.counters.rx_control += 1;
+                        ctx.handle_control(&mut io, ep, &f, &h);
+                    }
+                    None => io.drop(EngineDropReason::BadControl),
+                }
+            }
+            Opcode::RcSendFirst
+            | Opcode::RcSendMiddle
+            | Opcode::RcSendLast
+            | Opcode::RcSendOnly => {
+                ctx.handle_data(&mut io, ep, &f);
+            }
+            _ => io.drop(EngineDropReason::UnsupportedOpcode),
+        }
+        Disposition::Consumed
+    }
+
+    fn parse_failure(&mut self, frame: &[u8], layer: Layer, kind: ErrorKind) -> Disposition {
+        match kind {
+            ErrorKind::NotIpv4 { .. }
+            | ErrorKind::UnsupportedIpVersion { .. }
+            | ErrorKind::Ipv4Fragment
+            | ErrorKind::NotUdp { .. }
+            | ErrorKind::NotRoce { .. } => {
+                self.counters.rx_not_epic += 1;
+                return Disposition::NotEpic;
+            }
+            _ => {}
+        }
+        let lax = LaxFrame::parse(frame);
+        if lax.ipv4.is_some_and(|ip| ip.dst != self.cfg.ip) {
+            self.counters.rx_not_epic += 1;
+            return Disposition::NotEpic;
+        }
+        let reason = match kind {
+            ErrorKind::IcrcMismatch { .. } => EngineDropReason::BadChecksum,
+            _ if lax.ipv4_checksum_ok == Some(false) => EngineDropReason::BadChecksum,
+            _ if layer == Layer::Epic => EngineDropReason::BadControl,
+            _ => EngineDropReason::Malformed,
+        };
+        self.counters.drop(reason);
+        Disposition::Consumed
+    }
+
+    /// Writes the next frame to send into `buf` and returns its port and
+    /// length. Responses (ACK/NAK/CNP) go first, then queued frames, then
+    /// Mode III data from the pipes, endpoints taking turns. A frame that
+    /// does not fit `buf` is dropped and counted. [ENG-020]
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(PortNo, usize)> {
+        if let Some((port, len)) = self.txq.pop_into(buf) {
+            self.counters.tx_frames += 1;
+            return Some((port, len));
+        }
+        // Every listed endpoint gets one look per call at most.
+        let mut budget = self.work.len();
+        while budget > 0 {
+            budget -= 1;
+            let (ci, ei) = self.work.pop()?;
+            let Some(ctx) = self.contexts.get_mut(usize::from(ci)) else {
+                continue;
+            };
+            let mut io = Io {
+                cfg: &self.cfg,
+                counters: &mut self.counters,
+                txq: &mut self.txq,
+                work: &mut self.work,
+                ident: &mut self.ident,
+                scratch: &mut self.scratch,
+                ctx: ci,
+                now,
+            };
+            if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
+                ep.listed = false;
+            }
+            let sent = ctx.transmit(&mut io, ei, buf);
+            if let Some(len) = sent {
+                let port = ctx.eps.get(usize::from(ei)).map_or(0, |e| e.cfg.port);
+                // Come back to this endpoint after the others.
+                let more = ctx.has_work(ei);
+                if more {
+                    if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
+                        io.list(ei, &mut ep.listed);
+                    }
+                }
+                self.counters.tx_frames += 1;
+                return Some((port, len));
+            }
+        }
+        None
+    }
+
+    /// The earliest instant at which [`IncEngine::handle_timeout`] has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.contexts.iter().filter_map(Context::poll_timeout).min()
+    }
+
+    /// Fires every timer due at `now`. [M3-040]
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for (ci, ctx) in self.contexts.iter_mut().enumerate() {
+            let mut io = Io {
+                cfg: &self.cfg,
+                counters: &mut self.counters,
+                txq: &mut self.txq,
+                work: &mut self.work,
+                ident: &mut self.ident,
+                scratch: &mut self.scratch,
+                ctx: u16::try_from(ci).unwrap_or(u16::MAX),
+                now,
+            };
+            ctx.handle_timeout(&mut io);
+        }
+    }
+}
+
+/// Checks a context description. [ENG-010] [ENG-014]
+fn validate(cfg: &ContextConfig, max_group: u16) -> Result<(), InstallError> {
+    if cfg.ranks < 2 || cfg.ranks > max_group {
+        return Err(InstallError::GroupSize {
+            ranks: cfg.ranks,
+            max: max_group,
+        });
+    }
+    let eps = cfg.endpoints.len();
+    if !(2..=MAX_CONTEXT_ENDPOINTS).contains(&eps) {
+        return Err(InstallError::Invalid {
+            what: "endpoints: a context has 2 to 64 tree edges",
+        });
+    }
+    if cfg.parent.is_some_and(|p| usize::from(p) >= eps) {
+        return Err(InstallError::Invalid {
+            what: "parent: not an endpoint index",
+        });
+    }
+    if cfg.route.len() != usize::from(cfg.ranks) || cfg.route.iter().any(|r| usize::from(*r) >= eps)
+    {
+        return Err(InstallError::Invalid {
+            what: "route: needs one endpoint index per rank",
+        });
+    }
+    for (i, e) in cfg.endpoints.iter().enumerate() {
+        if let Peer::Rank(k) = e.peer {
+            if cfg.route.get(usize::from(k)).map(|r| usize::from(*r)) != Some(i) {
+                return Err(InstallError::Invalid {
+                    what: "route: a rank's own edge must route to it",
+                });
+            }
+        }
+        if Some(i) == cfg.parent.map(usize::from) && e.peer != Peer::Switch {
+            return Err(InstallError::Invalid {
+                what: "parent: the edge toward the root must lead to a switch",
+            });
+        }
+        if cfg
+            .endpoints
+            .iter()
+            .take(i)
+            .any(|o| o.local_qpn == e.local_qpn)
+        {
+            return Err(InstallError::DuplicateQpn {
+                qpn: e.local_qpn.value(),
+            });
+        }
+    }
+    // Every endpoint must be used by some rank's route, or be the parent.
+    for i in 0..eps {
+        let used = cfg.route.iter().any(|r| usize::from(*r) == i)
+            || cfg.parent.map(usize::from) == Some(i);
+        if !used {
+            return Err(InstallError::Invalid {
+                what: "endpoints: an edge no rank is reached through",
+            });
+        }
+    }
+    if cfg.slots < 2 || cfg.slots > (1 << 22) {
+        return Err(InstallError::Invalid {
+            what: "slots: N must be 2 to 2^22",
+        });
+    }
+    if cfg.mode == Mode::Translated && cfg.slots % 2 != 0 {
+        return Err(InstallError::Invalid {
+            what: "slots: Mode II needs an even N = 2MW",
+        });
+    }
+    if cfg.max_payload < 4 || cfg.max_payload > crate::wire::MAX_PAYLOAD_BYTES {
+        return Err(InstallError::Invalid {
+            what: "max_payload: U must be 4 to 4096 bytes",
+        });
+    }
+    Ok(())
+}
+
+/// Builds a frame toward endpoint `cfg` through the output queue.
+pub(crate) fn queue_frame(
+    io: &mut Io<'_>,
+    ep: &super::config::EndpointConfig,
+    pkt: &Outgoing,
+    payload: &[u8],
+) {
+    *io.ident = io.ident.wrapping_add(1);
+    let ident = *io.ident;
+    let src = io.source();
+    let ok = io.txq.push_with(ep.port, |buf| {
+        translate_header(src, ident, ep, pkt, payload, buf)
+    });
+    if !ok {
+        io.drop(EngineDropReason::TxQueueFull);
+    }
+}
+
+/// Writes an ACK/NAK frame toward `ep` into `buf`.
+pub(crate) fn emit_response(
+    io: &mut Io<'_>,
+    ep: &super::config::EndpointConfig,
+    r: &super::endpoint::Response,
+    buf: &mut [u8],
+) -> Option<usize> {
+    *io.ident = io.ident.wrapping_add(1);
+    let pkt = Outgoing {
+        opcode: Opcode::RcAcknowledge,
+        psn: r.psn,
+        ack_req: false,
+        becn: false,
+        ext: ExtHeaders {
+            aeth: Some(AethRepr {
+                syndrome: r.syndrome,
+                msn: r.msn,
+            }),
+            ..ExtHeaders::default()
+        },
+    };
+    translate_header(io.source(), *io.ident, ep, &pkt, &[], buf).ok()
+}
+
+/// Writes a CNP toward `ep` into `buf`. [M3-060]
+pub(crate) fn emit_cnp(
+    io: &mut Io<'_>,
+    ep: &super::config::EndpointConfig,
+    buf: &mut [u8],
+) -> Option<usize> {
+    *io.ident = io.ident.wrapping_add(1);
+    let pkt = Outgoing {
+        opcode: Opcode::Cnp,
+        psn: crate::psn::Psn::ZERO,
+        ack_req: false,
+        becn: true,
+        ext: ExtHeaders {
+            cnp: Some(CnpRepr),
+            ..ExtHeaders::default()
+        },
+    };
+    translate_header(io.source(), *io.ident, ep, &pkt, &[], buf).ok()
+}

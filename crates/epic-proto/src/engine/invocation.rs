@@ -1,0 +1,525 @@
+//! Invocation state installed by control messages, and the routing of each
+//! PSN of an invocation through this switch. [CTL-010]…[CTL-030]
+//!
+//! Every invocation occupies the contiguous group PSN range
+//! `[c, G)`: the control message at `c`, data at `c+1 .. G`. The control
+//! message always travels like an AllReduce of nothing (up the tree, then
+//! echoed down to every rank), so every rank consumes PSN `c` in both
+//! directions and the control doubles as a barrier. Data travels by the
+//! collective's pattern. [CTL-015] [CTL-016]
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::aggregate::{ElemType, Op, Reduction};
+use super::config::INVOCATION_SLOTS;
+use super::counters::EngineDropReason;
+use crate::psn::Psn;
+use crate::wire::{Collective, EpicHeaderRepr};
+
+/// One of the two pipes of a context: toward the tree root (aggregation)
+/// or away from it (replication). [ENG-015]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PipeId {
+    /// The aggregation pipe (UP_DATA).
+    Up = 0,
+    /// The broadcast pipe (DOWN_DATA).
+    Down = 1,
+}
+
+/// How the packets of one PSN move through the switch. [ENG-012]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Pattern {
+    /// Children aggregate into the Up pipe toward the parent; the parent's
+    /// packets replicate down the Down pipe. Control messages, AllReduce and
+    /// Barrier.
+    AllReduce,
+    /// Reduce toward the rank behind endpoint `t`: every other endpoint is
+    /// an input of the Up pipe, `t` its only output.
+    ToEndpoint(u16),
+    /// Broadcast from the rank behind endpoint `s`: `s` feeds the Down
+    /// pipe, every other endpoint is an output.
+    FromEndpoint(u16),
+}
+
+/// The shape of the tree at this switch, as routing needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Shape {
+    /// Number of endpoints.
+    pub(crate) eps: u16,
+    /// Endpoint toward the tree root, `None` at the root.
+    pub(crate) parent: Option<u16>,
+}
+
+/// A bit set of endpoint indices, plus "local" (the root's Up→Down hand-off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) struct EpSet {
+    pub(crate) mask: u64,
+    pub(crate) local: bool,
+}
+
+impl EpSet {
+    pub(crate) fn contains(self, ep: u16) -> bool {
+        ep < 64 && self.mask & (1u64 << ep) != 0
+    }
+
+    pub(crate) fn iter(self) -> impl Iterator<Item = u16> {
+        (0u16..64).filter(move |e| self.mask & (1u64 << e) != 0)
+    }
+}
+
+impl Shape {
+    fn all(self) -> u64 {
+        if self.eps >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.eps) - 1
+        }
+    }
+
+    fn bit(ep: u16) -> u64 {
+        if ep < 64 {
+            1u64 << ep
+        } else {
+            0
+        }
+    }
+
+    /// The pipe an endpoint's inbound packets of `pattern` feed, if any.
+    pub(crate) fn inbound(self, pattern: Pattern, ep: u16) -> Option<PipeId> {
+        match pattern {
+            Pattern::AllReduce if Some(ep) == self.parent => Some(PipeId::Down),
+            Pattern::AllReduce => Some(PipeId::Up),
+            Pattern::ToEndpoint(t) => (ep != t).then_some(PipeId::Up),
+            Pattern::FromEndpoint(s) => (ep == s).then_some(PipeId::Down),
+        }
+    }
+
+    /// The pipe whose output an endpoint carries outbound, if any.
+    pub(crate) fn outbound(self, pattern: Pattern, ep: u16) -> Option<PipeId> {
+        match pattern {
+            Pattern::AllReduce if Some(ep) == self.parent => Some(PipeId::Up),
+            Pattern::AllReduce => Some(PipeId::Down),
+            Pattern::ToEndpoint(t) => (ep == t).then_some(PipeId::Up),
+            Pattern::FromEndpoint(s) => (ep != s).then_some(PipeId::Down),
+        }
+    }
+
+    /// The inputs of `pipe` under `pattern`.
+    pub(crate) fn ins(self, pattern: Pattern, pipe: PipeId) -> EpSet {
+        let all = self.all();
+        let parent = self.parent.map_or(0, Self::bit);
+        match (pattern, pipe) {
+            (Pattern::AllReduce, PipeId::Up) => EpSet {
+                mask: all & !parent,
+                local: false,
+            },
+            (Pattern::AllReduce, PipeId::Down) => EpSet {
+                mask: parent,
+                local: self.parent.is_none(),
+            },
+            (Pattern::ToEndpoint(t), PipeId::Up) => EpSet {
+                mask: all & !Self::bit(t),
+                local: false,
+            },
+            (Pattern::FromEndpoint(s), PipeId::Down) => EpSet {
+                mask: Self::bit(s),
+                local: false,
+            },
+            _ => EpSet::default(),
+        }
+    }
+
+    /// The outputs of `pipe` under `pattern`.
+    pub(crate) fn outs(self, pattern: Pattern, pipe: PipeId) -> EpSet {
+        let all = self.all();
+        let parent = self.parent.map_or(0, Self::bit);
+        match (pattern, pipe) {
+            (Pattern::AllReduce, PipeId::Up) => EpSet {
+                mask: parent,
+                local: self.parent.is_none(),
+            },
+            (Pattern::AllReduce, PipeId::Down) => EpSet {
+                mask: all & !parent,
+                local: false,
+            },
+            (Pattern::ToEndpoint(t), PipeId::Up) => EpSet {
+                mask: Self::bit(t),
+                local: false,
+            },
+            (Pattern::FromEndpoint(s), PipeId::Down) => EpSet {
+                mask: all & !Self::bit(s),
+                local: false,
+            },
+            _ => EpSet::default(),
+        }
+    }
+
+    /// How many inputs a slot of `pipe` waits for (its FAN-IN).
+    pub(crate) fn fanin(self, pattern: Pattern, pipe: PipeId) -> u32 {
+        let ins = self.ins(pattern, pipe);
+        ins.mask.count_ones() + u32::from(ins.local)
+    }
+
+    /// The position of `ep` among the inputs of `pipe`, in endpoint order:
+    /// the fixed order reproducible invocations reduce in. [ENG-035]
+    pub(crate) fn input_ordinal(self, pattern: Pattern, pipe: PipeId, ep: u16) -> Option<u32> {
+        let ins = self.ins(pattern, pipe);
+        if !ins.contains(ep) {
+            return None;
+        }
+        let below = if ep == 0 {
+            0
+        } else {
+            ins.mask & ((1u64 << ep) - 1)
+        };
+        Some(below.count_ones())
+    }
+}
+
+/// One invocation as a switch holds it. [CTL-010]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Invocation {
+    /// The validated header.
+    pub header: EpicHeaderRepr,
+    /// PSN of the control message (`c`).
+    pub control_psn: Psn,
+    /// One past the last data PSN (`G`): where the next invocation starts.
+    pub end: Psn,
+    /// Type and op, for collectives that reduce.
+    pub reduction: Option<Reduction>,
+    /// Endpoints whose control message for this invocation arrived here.
+    /// Data from an endpoint is processed only after its own control
+    /// message. [CTL-030]
+    pub(crate) control_seen: u64,
+    /// Routing of the data PSNs.
+    pub(crate) data_pattern: Pattern,
+    /// Mode II Broadcast: per endpoint, the highest PSN its subtree has
+    /// acknowledged (`ackPsn`). [M2-030]
+    pub(crate) ack_psn: Vec<Psn>,
+    /// Mode II Broadcast: the last aggregated ACK forwarded toward the root
+    /// (`nodeAckPsn`). [M2-030]
+    pub(crate) node_ack: Psn,
+    /// Mode II: ranks behind these endpoints acknowledged the control
+    /// echo themselves. [M2-034]
+    pub(crate) echo_acked: u64,
+    /// Mode II: the newest data acknowledgement for senders whose echo is
+    /// not yet acknowledged, held until it is. [M2-034]
+    pub(crate) held_ack: Option<Psn>,
+    /// Mode II: the control message completed at the root and its echo
+    /// passed here, so this switch can answer a retransmitted control
+    /// message with the echo itself. [M2-040]
+    pub(crate) echo_ready: bool,
+}
+
+impl Invocation {
+    /// Number of data packets.
+    pub fn packets(&self) -> u32 {
+        self.header.packet_count
+    }
+
+    /// Whether `psn` is this invocation's control PSN or one of its data
+    /// PSNs.
+    pub fn contains(&self, psn: Psn) -> bool {
+        psn.distance_from(self.control_psn) <= self.header.packet_count
+    }
+
+    /// Whether `psn` is one of this invocation's data PSNs.
+    pub fn contains_data(&self, psn: Psn) -> bool {
+        self.header.block_of(psn).is_some()
+    }
+
+    /// How packets with `psn` (in this invocation) are routed.
+    pub(crate) fn pattern(&self, psn: Psn) -> Pattern {
+        if psn == self.control_psn {
+            Pattern::AllReduce
+        } else {
+            self.data_pattern
+        }
+    }
+
+    /// The payload length the data packet with `psn` must carry.
+    pub(crate) fn payload_len(&self, psn: Psn) -> Option<usize> {
+        let block = self.header.block_of(psn)?;
+        self.header.block_payload_len(block)
+    }
+
+    /// Whether endpoint `ep` delivered its control message here.
+    pub(crate) fn control_from(&self, ep: u16) -> bool {
+        ep < 64 && self.control_seen & (1u64 << ep) != 0
+    }
+}
+
+/// The invocations of one context: a ring of [`INVOCATION_SLOTS`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct InvocationTable {
+    slots: [Option<Invocation>; INVOCATION_SLOTS],
+    /// Index of the newest entry.
+    newest: usize,
+}
+
+/// What a control message does to the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ControlOutcome {
+    /// A new invocation was installed in `slot`.
+    Installed(usize),
+    /// The invocation in `slot` was already installed; the control agrees.
+    Known(usize),
+}
+
+impl InvocationTable {
+    pub(crate) fn new() -> InvocationTable {
+        InvocationTable {
+            slots: Default::default(),
+            newest: 0,
+        }
+    }
+
+    pub(crate) fn get(&self, slot: usize) -> Option<&Invocation> {
+        self.slots.get(slot).and_then(Option::as_ref)
+    }
+
+    pub(crate) fn get_mut(&mut self, slot: usize) -> Option<&mut Invocation> {
+        self.slots.get_mut(slot).and_then(Option::as_mut)
+    }
+
+    /// The slot of the invocation whose range holds `psn`.
+    pub(crate) fn find(&self, psn: Psn) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|i| i.contains(psn)))
+    }
+
+    /// The newest invocation.
+    pub(crate) fn newest(&self) -> Option<&Invocation> {
+        self.get(self.newest)
+    }
+
+    /// Validates a control message from endpoint `ep`, sent with PSN `psn`,
+    /// against the table and installs its invocation when it is new.
+    /// `route` maps ranks to endpoints; `eps` is the endpoint count.
+    pub(crate) fn control(
+        &mut self,
+        header: &EpicHeaderRepr,
+        psn: Psn,
+        ep: u16,
+        route: &[u16],
+        eps: usize,
+    ) -> Result<ControlOutcome, EngineDropReason> {
+        let data_pattern = data_pattern(header, route)?;
+        if header.first_psn != psn.next() || header.flags.quantized {
+            return Err(if header.flags.quantized {
+                EngineDropReason::UnsupportedInvocation
+            } else {
+                EngineDropReason::ControlOutOfOrder
+            });
+        }
+        let bit = if ep < 64 { 1u64 << ep } else { 0 };
+        if let Some(slot) = self.slots.iter().position(|s| {
+            s.as_ref()
+                .is_some_and(|i| i.header.invocation == header.invocation)
+        }) {
+            let inv = self
+                .get_mut(slot)
+                .ok_or(EngineDropReason::ControlMismatch)?;
+            if inv.header != *header || inv.control_psn != psn {
+                return Err(EngineDropReason::ControlMismatch);
+            }
+            inv.control_seen |= bit;
+            return Ok(ControlOutcome::Known(slot));
+        }
+        if let Some(newest) = self.newest() {
+            // The new range must start at or after the newest one's end.
+            if psn.is_before(newest.end) {
+                return Err(EngineDropReason::ControlOutOfOrder);
+            }
+        }
+        let reduction = match (
+            ElemType::from_wire(header.data_type),
+            Op::from_wire(header.reduce_op),
+        ) {
+            (Some(elem), Some(op)) => Some(Reduction { elem, op }),
+            _ => None,
+        };
+        let inv = Invocation {
+            header: *header,
+            control_psn: psn,
+            end: psn.add(1 + header.packet_count),
+            reduction,
+            control_seen: bit,
+            data_pattern,
+            ack_psn: vec![psn.sub(1); eps.max(1)],
+            node_ack: psn.sub(1),
+            echo_acked: 0,
+            held_ack: None,
+            echo_ready: false,
+        };
+        let slot = if self.newest().is_some() {
+            (self.newest + 1) % INVOCATION_SLOTS
+        } else {
+            self.newest
+        };
+        if let Some(s) = self.slots.get_mut(slot) {
+            *s = Some(inv);
+        }
+        self.newest = slot;
+        Ok(ControlOutcome::Installed(slot))
+    }
+}
+
+/// The data pattern of a header, or why the engine refuses it. [CTL-013]
+fn data_pattern(header: &EpicHeaderRepr, route: &[u16]) -> Result<Pattern, EngineDropReason> {
+    let root = || {
+        route
+            .get(usize::from(header.root_rank))
+            .copied()
+            .ok_or(EngineDropReason::UnsupportedInvocation)
+    };
+    match header.collective {
+        Collective::AllReduce | Collective::Barrier => Ok(Pattern::AllReduce),
+        Collective::Reduce => Ok(Pattern::ToEndpoint(root()?)),
+        Collective::Broadcast => Ok(Pattern::FromEndpoint(root()?)),
+        Collective::ReduceScatter | Collective::AllGather | Collective::Unknown(_) => {
+            Err(EngineDropReason::UnsupportedInvocation)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::wire::{DataType, EpicFlags, GroupId, ReduceOp};
+
+    fn header(collective: Collective, seq: u32, c: u32, packets: u32) -> EpicHeaderRepr {
+        let (op, dt) = match collective {
+            Collective::Barrier => (ReduceOp::None, DataType::None),
+            Collective::Broadcast => (ReduceOp::None, DataType::Fp32),
+            _ => (ReduceOp::Sum, DataType::Fp32),
+        };
+        EpicHeaderRepr {
+            group_id: GroupId(1),
+            invocation: seq,
+            collective,
+            reduce_op: op,
+            data_type: dt,
+            flags: EpicFlags::default(),
+            root_rank: if collective == Collective::Reduce {
+                1
+            } else {
+                0
+            },
+            first_psn: Psn::from_truncated(c + 1),
+            packet_count: packets,
+            element_count: u64::from(packets) * 256,
+            payload_bytes_per_packet: if packets == 0 { 0 } else { 1024 },
+        }
+    }
+
+    /// [ENG-012] Routing at a leaf switch with two hosts (eps 0, 1) and a
+    /// parent (ep 2).
+    #[test]
+    fn routing_patterns_at_a_leaf() {
+        let s = Shape {
+            eps: 3,
+            parent: Some(2),
+        };
+        let ar = Pattern::AllReduce;
+        assert_eq!(s.inbound(ar, 0), Some(PipeId::Up));
+        assert_eq!(s.inbound(ar, 2), Some(PipeId::Down));
+        assert_eq!(s.outbound(ar, 2), Some(PipeId::Up));
+        assert_eq!(s.outbound(ar, 1), Some(PipeId::Down));
+        assert_eq!(s.fanin(ar, PipeId::Up), 2);
+        assert_eq!(s.fanin(ar, PipeId::Down), 1);
+        assert_eq!(s.outs(ar, PipeId::Down).mask, 0b011);
+        // Reduce toward host 0: inputs 1 and the parent.
+        let red = Pattern::ToEndpoint(0);
+        assert_eq!(s.inbound(red, 0), None);
+        assert_eq!(s.fanin(red, PipeId::Up), 2);
+        assert_eq!(s.outs(red, PipeId::Up).mask, 0b001);
+        assert_eq!(s.input_ordinal(red, PipeId::Up, 2), Some(1));
+        // Broadcast from the parent's side.
+        let bc = Pattern::FromEndpoint(2);
+        assert_eq!(s.inbound(bc, 2), Some(PipeId::Down));
+        assert_eq!(s.inbound(bc, 0), None);
+        assert_eq!(s.outbound(bc, 0), Some(PipeId::Down));
+        assert_eq!(s.outbound(bc, 2), None);
+        assert_eq!(s.fanin(bc, PipeId::Down), 1);
+    }
+
+    /// [ENG-012] At the root the Up pipe hands off locally.
+    #[test]
+    fn root_hands_off_locally() {
+        let s = Shape {
+            eps: 2,
+            parent: None,
+        };
+        assert!(s.outs(Pattern::AllReduce, PipeId::Up).local);
+        assert!(s.ins(Pattern::AllReduce, PipeId::Down).local);
+        assert_eq!(s.fanin(Pattern::AllReduce, PipeId::Down), 1);
+    }
+
+    /// [CTL-010] [CTL-012] [CTL-014] Install, agree, disagree, go backwards.
+    #[test]
+    fn control_installs_and_checks() {
+        let route = [0u16, 1, 2, 2];
+        let mut t = InvocationTable::new();
+        let h = header(Collective::AllReduce, 1, 100, 4);
+        let c = Psn::from_truncated(100);
+        assert_eq!(
+            t.control(&h, c, 0, &route, 3),
+            Ok(ControlOutcome::Installed(0))
+        );
+        assert_eq!(t.control(&h, c, 1, &route, 3), Ok(ControlOutcome::Known(0)));
+        let inv = t.get(0).unwrap();
+        assert!(inv.control_from(0) && inv.control_from(1) && !inv.control_from(2));
+        assert_eq!(inv.end, Psn::from_truncated(105));
+        assert!(inv.contains(Psn::from_truncated(104)));
+        assert!(!inv.contains(Psn::from_truncated(105)));
+        let mut other = h;
+        other.element_count -= 1;
+        assert_eq!(
+            t.control(&other, c, 2, &route, 3),
+            Err(EngineDropReason::ControlMismatch)
+        );
+        // A new invocation overlapping the old range is refused.
+        let h2 = header(Collective::Barrier, 2, 103, 0);
+        assert_eq!(
+            t.control(&h2, Psn::from_truncated(103), 0, &route, 3),
+            Err(EngineDropReason::ControlOutOfOrder)
+        );
+        let h3 = header(Collective::Reduce, 2, 105, 2);
+        assert_eq!(
+            t.control(&h3, Psn::from_truncated(105), 0, &route, 3),
+            Ok(ControlOutcome::Installed(1))
+        );
+        assert_eq!(t.find(Psn::from_truncated(106)), Some(1));
+        assert_eq!(t.get(1).unwrap().data_pattern, Pattern::ToEndpoint(1));
+    }
+
+    /// [CTL-013] ReduceScatter/AllGather travel as K invocations.
+    #[test]
+    fn single_invocation_scatter_is_refused() {
+        let mut h = header(Collective::ReduceScatter, 1, 10, 2);
+        h.reduce_op = ReduceOp::Sum;
+        let mut t = InvocationTable::new();
+        assert_eq!(
+            t.control(&h, Psn::from_truncated(10), 0, &[0, 1], 2),
+            Err(EngineDropReason::UnsupportedInvocation)
+        );
+    }
+
+    /// [CTL-010] The ring retires the oldest invocation.
+    #[test]
+    fn ring_retires_oldest() {
+        let route = [0u16, 1];
+        let mut t = InvocationTable::new();
+        for i in 0..6u32 {
+            let h = header(Collective::Barrier, i, i, 0);
+            t.control(&h, Psn::from_truncated(i), 0, &route, 3).unwrap();
+        }
+        assert_eq!(t.find(Psn::from_truncated(1)), None);
+        assert!(t.find(Psn::from_truncated(5)).is_some());
+        assert!(t.find(Psn::from_truncated(2)).is_some());
+    }
+}

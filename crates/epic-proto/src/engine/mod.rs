@@ -1,0 +1,67 @@
+//! The IncEngine: the switch side of EPIC (paper §4), sans-IO.
+//!
+//! State follows §4.1: a [`Context`] per group on this switch, an
+//! [`EndpointState`] per tree edge, and two [`Pipe`]s (aggregation and
+//! broadcast) of N slots each. The function modules of §4.1 live in
+//! [`modules`], one file each, and the modes compose them (Figure 5):
+//!
+//! - Mode II, connection translated (Algorithm 1, §4.3): `mode2`.
+//! - Mode III, connection augmented (Algorithms 2–3, §4.4): `mode3`.
+//!
+//! Invocations are installed in-band by EPIC control messages
+//! ([`invocation`]). The engine is driven like quinn-proto:
+//! [`IncEngine::handle_frame`], [`IncEngine::poll_transmit`],
+//! [`IncEngine::poll_timeout`], [`IncEngine::handle_timeout`]; contexts are
+//! installed with [`IncEngine::install`], which accounts every arena byte.
+//! Nothing on the packet path allocates, reads a clock, or draws a random
+//! number.
+//!
+//! Requirement IDs: `[ENG-nnn]`, `[M2-nnn]`, `[M3-nnn]`, `[CTL-nnn]` in
+//! `docs/SPEC.md` §11.
+
+pub mod aggregate;
+
+#[cfg(feature = "alloc")]
+mod config;
+#[cfg(feature = "alloc")]
+mod context;
+#[cfg(feature = "alloc")]
+mod counters;
+#[cfg(feature = "alloc")]
+mod endpoint;
+#[cfg(feature = "alloc")]
+mod error;
+#[cfg(feature = "alloc")]
+mod inc_engine;
+#[cfg(feature = "alloc")]
+pub mod invocation;
+#[cfg(feature = "alloc")]
+mod mode2;
+#[cfg(feature = "alloc")]
+mod mode3;
+#[cfg(feature = "alloc")]
+pub mod modules;
+#[cfg(feature = "alloc")]
+mod pipe;
+#[cfg(feature = "alloc")]
+mod txq;
+
+#[cfg(feature = "alloc")]
+pub use config::{
+    ContextConfig, EndpointConfig, EngineConfig, Mode, Peer, PortNo, INVOCATION_SLOTS,
+    MAX_CONTEXT_ENDPOINTS,
+};
+#[cfg(feature = "alloc")]
+pub use context::{Context, ContextFootprint};
+#[cfg(feature = "alloc")]
+pub use counters::{EngineCounters, EngineDropReason};
+#[cfg(feature = "alloc")]
+pub use endpoint::EndpointState;
+#[cfg(feature = "alloc")]
+pub use error::InstallError;
+#[cfg(feature = "alloc")]
+pub use inc_engine::{Disposition, IncEngine, FRAME_OVERHEAD};
+#[cfg(feature = "alloc")]
+pub use invocation::{Invocation, PipeId};
+#[cfg(feature = "alloc")]
+pub use pipe::Pipe;

@@ -1,0 +1,580 @@
+//! Mode III, connection augmented (Algorithms 2–3, §4.4): per-hop ACK/NAK
+//! and retransmission out of pipes whose valid range is
+//! [psnStart, psnStart + N), psnStart = min(lastAcked) + 1 over the pipe's
+//! outputs. [M3-001]
+
+use super::config::{Peer, INVOCATION_SLOTS};
+use super::context::Context;
+use super::counters::EngineDropReason;
+use super::endpoint::Response;
+use super::inc_engine::Io;
+use super::invocation::{Pattern, PipeId};
+use super::mode2::{control_packet, result_payload};
+use super::modules::aggregate_data::aggregate_data;
+use super::modules::check_duplicate::check_duplicate;
+use super::modules::receive_ack::receive_ack;
+use super::modules::recycle_buffer::recycle_buffer;
+use super::modules::retransmission::retransmission;
+use super::modules::send_ack::{send_ack, Arrival};
+use super::modules::translate_header::{translate_header, Outgoing};
+use crate::psn::Psn;
+use crate::roce::rnr_delay;
+use crate::wire::{
+    AethRepr, EpicHeaderRepr, ExtHeaders, NakCode, Opcode, RoceFrame, Syndrome, EPIC_HEADER_LEN,
+};
+
+/// A packet entering a pipe.
+struct Entering<'a> {
+    pipe: PipeId,
+    inv: usize,
+    psn: Psn,
+    opcode: Opcode,
+    ack_req: bool,
+    payload: &'a [u8],
+    control: bool,
+}
+
+impl Context {
+    /// A control message in Mode III: installed or checked, then taken
+    /// into the Up pipe (from a child) or the Down pipe (the echo from the
+    /// parent) like a data packet without payload. [CTL-010] [M3-070]
+    pub(crate) fn control3(
+        &mut self,
+        io: &mut Io<'_>,
+        ep: u16,
+        f: &RoceFrame<'_>,
+        h: &EpicHeaderRepr,
+    ) {
+        let psn = f.bth.psn;
+        let Some(pipe) = self.shape.inbound(Pattern::AllReduce, ep) else {
+            io.drop(EngineDropReason::WrongDirection);
+            return;
+        };
+        if self.behind3(io, ep, pipe, psn) {
+            return;
+        }
+        let Some((inv, installed)) = self.control_install(io, ep, psn, h) else {
+            return;
+        };
+        if installed {
+            self.settle3(io);
+        }
+        self.enter3(
+            io,
+            ep,
+            Entering {
+                pipe,
+                inv,
+                psn,
+                opcode: f.bth.opcode,
+                ack_req: f.bth.ack_req,
+                payload: &[],
+                control: true,
+            },
+        );
+    }
+
+    /// Data in Mode III. [M3-020]
+    pub(crate) fn data3(&mut self, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+        let psn = f.bth.psn;
+        let Some(inv) = self.data_invocation(ep, psn) else {
+            // Most likely this sender's control message was lost: a gap.
+            io.drop(EngineDropReason::OutsideInvocation);
+            self.gap3(io, ep, psn);
+            return;
+        };
+        let Some(i) = self.invs.get(inv) else { return };
+        if i.payload_len(psn) != Some(f.payload.len()) {
+            io.drop(EngineDropReason::BadLength);
+            return;
+        }
+        let Some(pipe) = self.shape.inbound(i.data_pattern, ep) else {
+            io.drop(EngineDropReason::WrongDirection);
+            return;
+        };
+        if self.behind3(io, ep, pipe, psn) {
+            return;
+        }
+        self.enter3(
+            io,
+            ep,
+            Entering {
+                pipe,
+                inv,
+                psn,
+                opcode: f.bth.opcode,
+                ack_req: f.bth.ack_req,
+                payload: f.payload,
+                control: false,
+            },
+        );
+    }
+
+    /// A packet behind the pipe's range was aggregated and acknowledged
+    /// upstream long ago: re-acknowledge it only. [M3-025]
+    fn behind3(&mut self, io: &mut Io<'_>, ep: u16, pipe: PipeId, psn: Psn) -> bool {
+        if !psn.is_before(self.pipe(pipe).psn_start) {
+            return false;
+        }
+        io.drop(EngineDropReason::BehindWindow);
+        if let Some(e) = self.eps.get_mut(usize::from(ep)) {
+            if let Some(r) = send_ack(e, Arrival::Duplicate) {
+                e.queue_response(r);
+                io.list(ep, &mut e.listed);
+            }
+        }
+        true
+    }
+
+    /// A packet that cannot be taken: NAK the gap (once), or re-ACK a
+    /// duplicate.
+    fn gap3(&mut self, io: &mut Io<'_>, ep: u16, psn: Psn) {
+        let Some(e) = self.eps.get_mut(usize::from(ep)) else {
+            return;
+        };
+        let arrival = if psn.is_before(e.epsn) {
+            Arrival::Duplicate
+        } else if psn == e.epsn {
+            // The expected PSN itself could not be taken: ask for it again.
+            e.nak_sent = false;
+            Arrival::Gap
+        } else {
+            Arrival::Gap
+        };
+        if let Some(r) = send_ack(e, arrival) {
+            e.queue_response(r);
+            io.list(ep, &mut e.listed);
+        }
+    }
+
+    /// The readiness check, CheckDuplicate, SendAck and AggregateData of
+    /// Algorithm 2, lines 30–44. [M3-020]…[M3-024]
+    fn enter3(&mut self, io: &mut Io<'_>, ep: u16, pkt: Entering<'_>) {
+        let Some(inv) = self.invs.get(pkt.inv) else {
+            return;
+        };
+        let pattern = inv.pattern(pkt.psn);
+        let reduction = if pkt.control || pkt.pipe == PipeId::Down {
+            None
+        } else {
+            inv.reduction
+        };
+        let reproducible = inv.header.flags.reproducible && self.cfg.reproducible;
+        let fanin = self.shape.fanin(pattern, pkt.pipe);
+        let ordinal = self.shape.input_ordinal(pattern, pkt.pipe, ep);
+        let [up, down] = &mut self.pipes;
+        let pipe = match pkt.pipe {
+            PipeId::Up => up,
+            PipeId::Down => down,
+        };
+        let Some(e) = self.eps.get_mut(usize::from(ep)) else {
+            return;
+        };
+        // Readiness: only [psnStart, psnStart + N) is writable. [M3-020]
+        if pkt.psn.distance_from(pipe.psn_start) >= pipe.n {
+            io.drop(EngineDropReason::OutOfWindow);
+            e.window_drop = true;
+            if pkt.psn.is_after(e.epsn) || pkt.psn == e.epsn {
+                if pkt.psn == e.epsn {
+                    e.nak_sent = false;
+                }
+                if let Some(r) = send_ack(e, Arrival::Gap) {
+                    e.queue_response(r);
+                }
+            }
+            // Rate synchronization: slow the rank down. [M3-060]
+            if io.cfg.send_cnp && matches!(e.cfg.peer, Peer::Rank(_)) {
+                e.cnp = true;
+            }
+            io.list(ep, &mut e.listed);
+            return;
+        }
+        let slot = pipe.slot_of(pkt.psn);
+        if pipe.meta(slot).tag.is_some_and(|t| t != pkt.psn) {
+            io.drop(EngineDropReason::StaleData);
+            return;
+        }
+        let dup = check_duplicate(e.arrived_mut(pkt.pipe), slot);
+        if let Some(m) = pipe.meta_mut(slot) {
+            m.tag = Some(pkt.psn);
+        }
+        if pkt.psn.is_after(e.max_rcvd) {
+            e.max_rcvd = pkt.psn;
+        }
+        let arrival = if pkt.psn == e.epsn {
+            Arrival::InOrder
+        } else if pkt.psn.is_before(e.epsn) {
+            Arrival::Duplicate
+        } else {
+            Arrival::Gap
+        };
+        if dup {
+            io.drop(EngineDropReason::Duplicate);
+        } else {
+            let child = if reproducible && reduction.is_some() {
+                ordinal
+            } else {
+                None
+            };
+            if aggregate_data(pipe, slot, reduction, child, fanin, pkt.payload).is_err() {
+                io.drop(EngineDropReason::BadLength);
+                return;
+            }
+            if let Some(m) = pipe.meta_mut(slot) {
+                m.len = u16::try_from(pkt.payload.len()).unwrap_or(u16::MAX);
+                m.opcode = pkt.opcode.into();
+                m.ack_req = pkt.ack_req;
+            }
+        }
+        let complete = !dup && pipe.degree(slot) >= fanin && !pipe.meta(slot).complete;
+        if complete {
+            if let Some(m) = pipe.meta_mut(slot) {
+                m.complete = true;
+            }
+        }
+        self.advance_epsn3(ep);
+        if let Some(e) = self.eps.get_mut(usize::from(ep)) {
+            if let Some(r) = send_ack(e, arrival) {
+                e.queue_response(r);
+            }
+            io.list(ep, &mut e.listed);
+        }
+        if dup {
+            return;
+        }
+        if !complete {
+            io.drop(EngineDropReason::Absorbed);
+            return;
+        }
+        io.counters.aggregations += 1;
+        let outs = self.shape.outs(pattern, pkt.pipe);
+        if outs.local {
+            self.handoff3(io, pkt.psn);
+        }
+        for o in outs.iter() {
+            self.list(io, o);
+        }
+    }
+
+    /// Moves `epsn` over every PSN that arrived, and over ranges in which
+    /// this endpoint sends nothing (reverse-flow ePSN sync). [M3-021]
+    /// [CTL-041]
+    fn advance_epsn3(&mut self, ep: u16) {
+        let n = self.cfg.slots as usize;
+        for _ in 0..n + INVOCATION_SLOTS {
+            let Some(e) = self.eps.get(usize::from(ep)) else {
+                return;
+            };
+            let q = e.epsn;
+            let Some(inv) = self.invs.find(q).and_then(|s| self.invs.get(s)) else {
+                return;
+            };
+            let next = match self.shape.inbound(inv.pattern(q), ep) {
+                None => inv.end,
+                Some(p) => {
+                    let pipe = self.pipe(p);
+                    let slot = pipe.slot_of(q);
+                    if pipe.meta(slot).tag == Some(q) && e.arrived(p).get(slot) {
+                        q.next()
+                    } else {
+                        return;
+                    }
+                }
+            };
+            if let Some(e) = self.eps.get_mut(usize::from(ep)) {
+                e.epsn = next;
+            }
+        }
+    }
+
+    /// The root turns a finished aggregation into a local DOWN_DATA packet
+    /// of the broadcast pipe, if that pipe's range admits it; it never
+    /// copies into a slot an ongoing broadcast still needs. [M3-050]
+    fn handoff3(&mut self, io: &mut Io<'_>, psn: Psn) -> bool {
+        let Some(inv) = self.invs.find(psn).and_then(|s| self.invs.get(s)) else {
+            return false;
+        };
+        let control = psn == inv.control_psn;
+        let reduction = if control { None } else { inv.reduction };
+        let pattern = inv.pattern(psn);
+        // Only results whose Up output is local (AllReduce, controls) turn
+        // around here; a Reduce toward a rank leaves through its endpoint.
+        if !self.shape.outs(pattern, PipeId::Up).local {
+            return false;
+        }
+        let [up, down] = &mut self.pipes;
+        let us = up.slot_of(psn);
+        if !up.holds_complete(psn) || up.meta(us).handed_off {
+            return false;
+        }
+        if psn.distance_from(down.psn_start) >= down.n {
+            return false;
+        }
+        let ds = down.slot_of(psn);
+        match down.meta(ds).tag {
+            Some(t) if t == psn => {}
+            Some(_) => return false,
+            None => {
+                let m = up.meta(us);
+                let len = usize::from(m.len);
+                if !result_payload(up, us, reduction, len, down.acc_mut(ds)) {
+                    return false;
+                }
+                down.bump_degree(ds);
+                if let Some(d) = down.meta_mut(ds) {
+                    d.tag = Some(psn);
+                    d.len = m.len;
+                    d.opcode = m.opcode;
+                    d.ack_req = m.ack_req;
+                    d.complete = true;
+                }
+            }
+        }
+        if let Some(m) = up.meta_mut(us) {
+            m.handed_off = true;
+        }
+        for o in self.shape.outs(pattern, PipeId::Down).iter() {
+            self.list(io, o);
+        }
+        self.advance_pipe3(io, PipeId::Up);
+        true
+    }
+
+    /// Moves a pipe's psnStart to min(lastAcked) + 1 over its outputs,
+    /// skipping ranges the pipe does not carry, and recycles what it
+    /// passes (Algorithm 2, lines 24–28). [M3-010] [M3-032]
+    pub(crate) fn advance_pipe3(&mut self, io: &mut Io<'_>, id: PipeId) {
+        let mut advanced = false;
+        loop {
+            let q = self.pipe(id).psn_start;
+            let Some(inv) = self.invs.find(q).and_then(|s| self.invs.get(s)) else {
+                break;
+            };
+            let pattern = inv.pattern(q);
+            let end = inv.end;
+            if self.shape.fanin(pattern, id) == 0 {
+                let [up, down] = &mut self.pipes;
+                let pipe = if id == PipeId::Up { up } else { down };
+                pipe.psn_start = end;
+                advanced = true;
+                continue;
+            }
+            let outs = self.shape.outs(pattern, id);
+            let acked = outs.iter().all(|o| {
+                self.eps
+                    .get(usize::from(o))
+                    .is_some_and(|e| !e.last_acked.is_before(q))
+            });
+            let [up, down] = &mut self.pipes;
+            let pipe = if id == PipeId::Up { up } else { down };
+            let slot = pipe.slot_of(q);
+            let local_ok =
+                !outs.local || (pipe.meta(slot).tag == Some(q) && pipe.meta(slot).handed_off);
+            if !acked || !local_ok {
+                break;
+            }
+            recycle_buffer(pipe, &mut self.eps, slot);
+            pipe.psn_start = q.next();
+            advanced = true;
+        }
+        if !advanced {
+            return;
+        }
+        // Senders turned away at the window's edge are invited back. [M3-024]
+        for (i, e) in self.eps.iter_mut().enumerate() {
+            if e.window_drop {
+                e.window_drop = false;
+                e.nak_sent = true;
+                e.queue_response(Response {
+                    syndrome: Syndrome::Nak(NakCode::PsnSequenceError),
+                    psn: e.epsn,
+                    msn: 0,
+                });
+                io.list(u16::try_from(i).unwrap_or(u16::MAX), &mut e.listed);
+            }
+        }
+        if id == PipeId::Down && self.shape.parent.is_none() {
+            // The root's finished aggregations may now enter the broadcast
+            // pipe. [M3-050]
+            let start = self.pipe(PipeId::Up).psn_start;
+            for k in 0..self.cfg.slots {
+                let q = start.add(k);
+                if !self.pipe(PipeId::Up).holds_complete(q) {
+                    break;
+                }
+                let slot = self.pipe(PipeId::Up).slot_of(q);
+                let local = self
+                    .invs
+                    .find(q)
+                    .and_then(|s| self.invs.get(s))
+                    .is_some_and(|i| self.shape.outs(i.pattern(q), PipeId::Up).local);
+                if !local || self.pipe(PipeId::Up).meta(slot).handed_off {
+                    continue;
+                }
+                if !self.handoff3(io, q) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// After an invocation is installed, cursors waiting at its start may
+    /// skip what they do not carry.
+    fn settle3(&mut self, io: &mut Io<'_>) {
+        self.advance_pipe3(io, PipeId::Up);
+        self.advance_pipe3(io, PipeId::Down);
+        for ep in 0..self.shape.eps {
+            self.advance_epsn3(ep);
+            self.list(io, ep);
+        }
+    }
+
+    /// The next PSN endpoint `ep` can send, the pipe holding it and its
+    /// invocation slot; skips ranges the endpoint does not carry. [M3-031]
+    pub(crate) fn ready3(&self, ep: u16) -> Option<(Psn, PipeId, usize)> {
+        let e = self.eps.get(usize::from(ep))?;
+        if e.rnr_until.is_some() {
+            return None;
+        }
+        let mut q = e.next_send;
+        for _ in 0..=INVOCATION_SLOTS {
+            let slot = self.invs.find(q)?;
+            let inv = self.invs.get(slot)?;
+            match self.shape.outbound(inv.pattern(q), ep) {
+                None => q = inv.end,
+                Some(p) => return self.pipe(p).holds_complete(q).then_some((q, p, slot)),
+            }
+        }
+        None
+    }
+
+    /// Sends endpoint `ep`'s next data packet into `buf`. [M3-031]
+    pub(crate) fn transmit3(&mut self, io: &mut Io<'_>, ep: u16, buf: &mut [u8]) -> Option<usize> {
+        let (q, pid, slot_i) = self.ready3(ep)?;
+        let inv = self.invs.get(slot_i)?;
+        let control = q == inv.control_psn;
+        let reduction = if control || pid == PipeId::Down {
+            None
+        } else {
+            inv.reduction
+        };
+        let pipe = self.pipe(pid);
+        let slot = pipe.slot_of(q);
+        let meta = pipe.meta(slot);
+        let e = self.eps.get(usize::from(ep))?;
+        *io.ident = io.ident.wrapping_add(1);
+        let ident = *io.ident;
+        let src = io.source();
+        let len = if control {
+            let mut hdr = [0u8; EPIC_HEADER_LEN];
+            inv.header.emit(&mut hdr).ok()?;
+            translate_header(src, ident, &e.cfg, &control_packet(q, true), &hdr, buf).ok()?
+        } else {
+            let n = usize::from(meta.len);
+            let pkt = Outgoing {
+                opcode: Opcode::from(meta.opcode),
+                psn: q,
+                ack_req: true,
+                becn: false,
+                ext: ExtHeaders::default(),
+            };
+            match reduction {
+                Some(_) => {
+                    let mut scratch = core::mem::take(io.scratch);
+                    let ok = result_payload(pipe, slot, reduction, n, &mut scratch);
+                    let r = ok
+                        .then(|| {
+                            let payload = scratch.get(..n).unwrap_or(&[]);
+                            translate_header(src, ident, &e.cfg, &pkt, payload, buf).ok()
+                        })
+                        .flatten();
+                    *io.scratch = scratch;
+                    r?
+                }
+                None => {
+                    let payload = pipe.acc(slot).get(..n)?;
+                    translate_header(src, ident, &e.cfg, &pkt, payload, buf).ok()?
+                }
+            }
+        };
+        let timeout = io.cfg.retransmit_timeout;
+        let e = self.eps.get_mut(usize::from(ep))?;
+        if !q.is_after(e.max_sent) {
+            io.counters.tx_retransmits += 1;
+        } else {
+            e.max_sent = q;
+        }
+        e.next_send = q.next();
+        if e.deadline.is_none() {
+            e.deadline = Some(io.now.saturating_add(timeout));
+        }
+        Some(len)
+    }
+
+    /// ACK/NAK in Mode III: ReceiveAck, psnStart, and go-back-N on a NAK.
+    /// [M3-030]…[M3-041]
+    pub(crate) fn ack3(&mut self, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) {
+        let timeout = io.cfg.retransmit_timeout;
+        let now = io.now;
+        let Some(e) = self.eps.get_mut(usize::from(ep)) else {
+            return;
+        };
+        let (through, resend) = match aeth.syndrome {
+            Syndrome::Ack { .. } => (psn, false),
+            Syndrome::Nak(NakCode::PsnSequenceError) => (psn.sub(1), true),
+            Syndrome::RnrNak { timer } => {
+                e.rnr_until = Some(now.saturating_add(rnr_delay(timer)));
+                (psn.sub(1), true)
+            }
+            _ => {
+                io.drop(EngineDropReason::FatalNak);
+                return;
+            }
+        };
+        // A peer that acknowledges past what we sent has all we sent (it
+        // skipped a range in which we send nothing). [M3-030]
+        let through = if through.is_after(e.max_sent) {
+            e.max_sent
+        } else {
+            through
+        };
+        let advanced = receive_ack(e, through, now, timeout);
+        if resend {
+            let from = if psn.is_after(e.max_sent) {
+                e.max_sent.next()
+            } else {
+                psn
+            };
+            retransmission(e, from, now, timeout);
+        } else if !advanced {
+            io.drop(EngineDropReason::AckIgnored);
+        }
+        io.list(ep, &mut e.listed);
+        if advanced {
+            self.advance_pipe3(io, PipeId::Up);
+            self.advance_pipe3(io, PipeId::Down);
+        }
+    }
+
+    /// Retransmission timers and RNR waits that are due. [M3-040]
+    pub(crate) fn timeout3(&mut self, io: &mut Io<'_>) {
+        let now = io.now;
+        let timeout = io.cfg.retransmit_timeout;
+        for (i, e) in self.eps.iter_mut().enumerate() {
+            let i = u16::try_from(i).unwrap_or(u16::MAX);
+            if e.rnr_until.is_some_and(|t| t <= now) {
+                e.rnr_until = None;
+                io.list(i, &mut e.listed);
+            }
+            if e.deadline.is_some_and(|t| t <= now) {
+                io.counters.timeouts += 1;
+                let from = e.last_acked.next();
+                if !retransmission(e, from, now, timeout) {
+                    // Nothing unacknowledged: the timer stops.
+                    e.deadline = None;
+                }
+                io.list(i, &mut e.listed);
+            }
+        }
+    }
+}

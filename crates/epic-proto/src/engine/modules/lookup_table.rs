@@ -1,0 +1,114 @@
+//! LookupTable: from a packet's destination QP to its context and endpoint.
+//! [ENG-051]
+
+use alloc::vec::Vec;
+
+use crate::wire::Qpn;
+
+/// Where a packet belongs: context index and endpoint index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Entry {
+    /// Context index in the engine.
+    pub ctx: u16,
+    /// Endpoint index in the context.
+    pub ep: u16,
+}
+
+/// A fixed-capacity exact-match table keyed by local QP number, kept
+/// sorted for binary search (a TCAM/hash stand-in). [ENG-051]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LookupTable {
+    entries: Vec<(u32, Entry)>,
+    capacity: usize,
+}
+
+impl LookupTable {
+    /// An empty table of `capacity` entries.
+    pub fn new(capacity: usize) -> LookupTable {
+        LookupTable {
+            entries: Vec::with_capacity(capacity),
+            capacity,
+        }
+    }
+
+    /// Entries still free.
+    pub fn free(&self) -> usize {
+        self.capacity.saturating_sub(self.entries.len())
+    }
+
+    /// Entries in use.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether `qpn` is taken.
+    pub fn contains(&self, qpn: Qpn) -> bool {
+        self.lookup(qpn).is_some()
+    }
+
+    /// Adds an entry; `false` when full or when the key exists.
+    pub fn insert(&mut self, qpn: Qpn, entry: Entry) -> bool {
+        if self.entries.len() >= self.capacity {
+            return false;
+        }
+        match self.entries.binary_search_by_key(&qpn.value(), |e| e.0) {
+            Ok(_) => false,
+            Err(at) => {
+                self.entries.insert(at, (qpn.value(), entry));
+                true
+            }
+        }
+    }
+
+    /// Removes every entry of context `ctx` and renumbers the contexts
+    /// after it (contexts are kept dense).
+    pub fn remove_context(&mut self, ctx: u16) {
+        self.entries.retain(|e| e.1.ctx != ctx);
+        for e in &mut self.entries {
+            if e.1.ctx > ctx {
+                e.1.ctx -= 1;
+            }
+        }
+    }
+
+    /// The entry for a destination QP.
+    pub fn lookup(&self, qpn: Qpn) -> Option<Entry> {
+        self.entries
+            .binary_search_by_key(&qpn.value(), |e| e.0)
+            .ok()
+            .and_then(|i| self.entries.get(i))
+            .map(|e| e.1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn q(v: u32) -> Qpn {
+        Qpn::try_new(v).unwrap()
+    }
+
+    /// [ENG-051] Exact match, capacity, duplicates, removal.
+    #[test]
+    fn lookup_table_matches_exactly() {
+        let mut t = LookupTable::new(3);
+        assert!(t.insert(q(30), Entry { ctx: 0, ep: 1 }));
+        assert!(t.insert(q(10), Entry { ctx: 1, ep: 0 }));
+        assert!(!t.insert(q(10), Entry { ctx: 1, ep: 2 }));
+        assert!(t.insert(q(20), Entry { ctx: 1, ep: 1 }));
+        assert!(!t.insert(q(40), Entry { ctx: 2, ep: 0 }), "full");
+        assert_eq!(t.lookup(q(20)), Some(Entry { ctx: 1, ep: 1 }));
+        assert_eq!(t.lookup(q(21)), None);
+        t.remove_context(0);
+        assert_eq!(t.lookup(q(30)), None);
+        assert_eq!(t.lookup(q(10)), Some(Entry { ctx: 0, ep: 0 }));
+        assert_eq!(t.free(), 1);
+    }
+}

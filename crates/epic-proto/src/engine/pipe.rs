@@ -1,0 +1,210 @@
+//! The Pipe of §4.1/§4.4: payload and degree arrays of N slots indexed by
+//! PSN mod N, with the per-slot bookkeeping a switch keeps beside them.
+//! [ENG-015]
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::invocation::PipeId;
+use crate::psn::Psn;
+
+/// What a switch records beside a slot's payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) struct SlotMeta {
+    /// The PSN whose data the slot holds; `None` when recycled.
+    pub(crate) tag: Option<Psn>,
+    /// Wire payload length of the packet.
+    pub(crate) len: u16,
+    /// BTH opcode of the packet (FIRST/MIDDLE/LAST/ONLY, or the control).
+    pub(crate) opcode: u8,
+    /// BTH AckReq of the packet that completed the slot.
+    pub(crate) ack_req: bool,
+    /// The degree reached the fan-in.
+    pub(crate) complete: bool,
+    /// Root, Up pipe: the result went to the Down pipe. [M3-050]
+    pub(crate) handed_off: bool,
+}
+
+/// Bytes of [`SlotMeta`] the arena is charged per slot: tag (4), length
+/// (2), opcode (1), flags (1).
+pub(crate) const SLOT_META_BYTES: usize = 8;
+
+/// One pipe. [ENG-015]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Pipe {
+    pub(crate) id: PipeId,
+    /// N.
+    pub(crate) n: u32,
+    /// Accumulator bytes per slot.
+    pub(crate) slot_bytes: usize,
+    /// Reproducible mode: raw bytes per child per slot, and children.
+    pub(crate) raw_bytes: usize,
+    pub(crate) raw_children: usize,
+    payload: Vec<u8>,
+    raw: Vec<u8>,
+    degree: Vec<u8>,
+    meta: Vec<SlotMeta>,
+    /// Mode III: the first PSN of the valid range [psnStart, psnStart+N).
+    pub(crate) psn_start: Psn,
+}
+
+impl Pipe {
+    /// A pipe of `n` slots of `slot_bytes` accumulator bytes, with
+    /// `raw_children` per-child buffers of `raw_bytes` when reproducible.
+    pub(crate) fn new(
+        id: PipeId,
+        n: u32,
+        slot_bytes: usize,
+        raw_children: usize,
+        raw_bytes: usize,
+        start: Psn,
+    ) -> Pipe {
+        let slots = n as usize;
+        Pipe {
+            id,
+            n,
+            slot_bytes,
+            raw_bytes,
+            raw_children,
+            payload: vec![0; slots * slot_bytes],
+            raw: vec![0; slots * raw_children * raw_bytes],
+            degree: vec![0; slots],
+            meta: vec![SlotMeta::default(); slots],
+            psn_start: start,
+        }
+    }
+
+    /// Arena bytes: payload, per-child buffers, degree array, slot records.
+    pub(crate) fn footprint(&self) -> (usize, usize, usize, usize) {
+        (
+            self.payload.len(),
+            self.raw.len(),
+            self.degree.len(),
+            self.meta.len() * SLOT_META_BYTES,
+        )
+    }
+
+    /// The slot of `psn`: PSN mod N.
+    pub(crate) fn slot_of(&self, psn: Psn) -> usize {
+        (psn.value() % self.n.max(1)) as usize
+    }
+
+    pub(crate) fn meta(&self, slot: usize) -> SlotMeta {
+        self.meta.get(slot).copied().unwrap_or_default()
+    }
+
+    pub(crate) fn meta_mut(&mut self, slot: usize) -> Option<&mut SlotMeta> {
+        self.meta.get_mut(slot)
+    }
+
+    pub(crate) fn degree(&self, slot: usize) -> u32 {
+        u32::from(self.degree.get(slot).copied().unwrap_or(0))
+    }
+
+    pub(crate) fn bump_degree(&mut self, slot: usize) -> u32 {
+        match self.degree.get_mut(slot) {
+            Some(d) => {
+                *d = d.saturating_add(1);
+                u32::from(*d)
+            }
+            None => 0,
+        }
+    }
+
+    /// Whether the slot holds the completed result for `psn`.
+    pub(crate) fn holds_complete(&self, psn: Psn) -> bool {
+        let m = self.meta(self.slot_of(psn));
+        m.tag == Some(psn) && m.complete
+    }
+
+    /// The whole accumulator of a slot.
+    pub(crate) fn acc(&self, slot: usize) -> &[u8] {
+        let at = slot * self.slot_bytes;
+        self.payload.get(at..at + self.slot_bytes).unwrap_or(&[])
+    }
+
+    /// The whole accumulator of a slot, mutable.
+    pub(crate) fn acc_mut(&mut self, slot: usize) -> &mut [u8] {
+        let at = slot * self.slot_bytes;
+        self.payload
+            .get_mut(at..at + self.slot_bytes)
+            .unwrap_or(&mut [])
+    }
+
+    /// A child's raw buffer of a slot (reproducible mode).
+    pub(crate) fn raw_mut(&mut self, slot: usize, child: usize) -> &mut [u8] {
+        let at = (slot * self.raw_children + child) * self.raw_bytes;
+        self.raw.get_mut(at..at + self.raw_bytes).unwrap_or(&mut [])
+    }
+
+    /// The accumulator and every child buffer of a slot, split for a
+    /// reduction in child order.
+    pub(crate) fn acc_and_raw(&mut self, slot: usize) -> (&mut [u8], &[u8]) {
+        let at = slot * self.slot_bytes;
+        let acc = self
+            .payload
+            .get_mut(at..at + self.slot_bytes)
+            .unwrap_or(&mut []);
+        let per = self.raw_children * self.raw_bytes;
+        let raw = self.raw.get(slot * per..(slot + 1) * per).unwrap_or(&[]);
+        (acc, raw)
+    }
+
+    /// Clears a slot's degree and record. The payload bytes stay: the next
+    /// first contribution overwrites them ([`Reduction::load`]), which is
+    /// the same as zeroing for every op. [ENG-041]
+    ///
+    /// [`Reduction::load`]: super::aggregate::Reduction::load
+    pub(crate) fn clear(&mut self, slot: usize) {
+        if let Some(d) = self.degree.get_mut(slot) {
+            *d = 0;
+        }
+        if let Some(m) = self.meta.get_mut(slot) {
+            *m = SlotMeta::default();
+        }
+    }
+}
+
+/// Per-endpoint arrival bits of one pipe: one bit per slot (the paper's
+/// `arrived` array). [ENG-040]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Arrived {
+    words: Vec<u64>,
+}
+
+impl Arrived {
+    pub(crate) fn new(n: u32) -> Arrived {
+        Arrived {
+            words: vec![0; (n as usize).div_ceil(64)],
+        }
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.words.len() * 8
+    }
+
+    pub(crate) fn get(&self, slot: usize) -> bool {
+        self.words
+            .get(slot / 64)
+            .is_some_and(|w| w & (1u64 << (slot % 64)) != 0)
+    }
+
+    /// Sets the bit and returns its previous value.
+    pub(crate) fn test_and_set(&mut self, slot: usize) -> bool {
+        match self.words.get_mut(slot / 64) {
+            Some(w) => {
+                let bit = 1u64 << (slot % 64);
+                let was = *w & bit != 0;
+                *w |= bit;
+                was
+            }
+            None => true,
+        }
+    }
+
+    pub(crate) fn clear(&mut self, slot: usize) {
+        if let Some(w) = self.words.get_mut(slot / 64) {
+            *w &= !(1u64 << (slot % 64));
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The engine's output queue of built frames and its work list of
+//! endpoints with something to send. Both are sized at creation; nothing
+//! allocates on the packet path. [ENG-020]
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::config::PortNo;
+use crate::wire::EmitError;
+
+/// A ring of preallocated frame buffers. [ENG-020]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct TxQueue {
+    bufs: Vec<Vec<u8>>,
+    meta: Vec<(PortNo, usize)>,
+    head: usize,
+    len: usize,
+}
+
+impl TxQueue {
+    pub(crate) fn new(frames: usize, frame_len: usize) -> TxQueue {
+        TxQueue {
+            bufs: vec![vec![0; frame_len]; frames],
+            meta: vec![(0, 0); frames],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    /// Builds a frame in the next free buffer with `build`; `false` when
+    /// the queue is full or `build` fails.
+    pub(crate) fn push_with(
+        &mut self,
+        port: PortNo,
+        build: impl FnOnce(&mut [u8]) -> Result<usize, EmitError>,
+    ) -> bool {
+        let cap = self.bufs.len();
+        if self.len >= cap || cap == 0 {
+            return false;
+        }
+        let at = (self.head + self.len) % cap;
+        let (Some(buf), Some(meta)) = (self.bufs.get_mut(at), self.meta.get_mut(at)) else {
+            return false;
+        };
+        match build(buf) {
+            Ok(n) => {
+                *meta = (port, n);
+                self.len += 1;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Copies the oldest frame into `out`. A frame longer than `out` is
+    /// discarded.
+    pub(crate) fn pop_into(&mut self, out: &mut [u8]) -> Option<(PortNo, usize)> {
+        while self.len > 0 {
+            let cap = self.bufs.len();
+            let at = self.head;
+            self.head = (self.head + 1) % cap;
+            self.len -= 1;
+            let (port, n) = self.meta.get(at).copied()?;
+            let src = self.bufs.get(at).and_then(|b| b.get(..n))?;
+            if let Some(dst) = out.get_mut(..n) {
+                dst.copy_from_slice(src);
+                return Some((port, n));
+            }
+        }
+        None
+    }
+
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// A FIFO of (context, endpoint) pairs with something to send.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct WorkList {
+    ring: Vec<(u16, u16)>,
+    head: usize,
+    len: usize,
+}
+
+impl WorkList {
+    pub(crate) fn new(capacity: usize) -> WorkList {
+        WorkList {
+            ring: vec![(0, 0); capacity.max(1)],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn push(&mut self, ctx: u16, ep: u16) -> bool {
+        let cap = self.ring.len();
+        if self.len >= cap {
+            return false;
+        }
+        if let Some(slot) = self.ring.get_mut((self.head + self.len) % cap) {
+            *slot = (ctx, ep);
+            self.len += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<(u16, u16)> {
+        if self.len == 0 {
+            return None;
+        }
+        let v = self.ring.get(self.head).copied();
+        self.head = (self.head + 1) % self.ring.len();
+        self.len -= 1;
+        v
+    }
+
+    pub(crate) fn remove_context(&mut self, ctx: u16) {
+        let _ = ctx;
+        self.clear();
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.head = 0;
+        self.len = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// [ENG-020] The queue is bounded and FIFO.
+    #[test]
+    fn queue_is_bounded_fifo() {
+        let mut q = TxQueue::new(2, 16);
+        assert!(q.push_with(1, |b| {
+            b[0] = 1;
+            Ok(1)
+        }));
+        assert!(q.push_with(2, |b| {
+            b[0] = 2;
+            Ok(1)
+        }));
+        assert!(!q.push_with(3, |_| Ok(1)), "full");
+        let mut out = [0u8; 16];
+        assert_eq!(q.pop_into(&mut out), Some((1, 1)));
+        assert_eq!(out[0], 1);
+        assert_eq!(q.pop_into(&mut out), Some((2, 1)));
+        assert_eq!(q.pop_into(&mut out), None);
+        assert!(q.is_empty());
+        let mut w = WorkList::new(2);
+        assert!(w.push(0, 1) && w.push(0, 2) && !w.push(0, 3));
+        assert_eq!(w.pop(), Some((0, 1)));
+    }
+}

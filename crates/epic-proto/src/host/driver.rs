@@ -1,0 +1,605 @@
+//! `HostRank`: one rank's collective driver over its RC QP. [HOST-001]
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt;
+
+use super::plan::{steps, CollectiveRequest, Step};
+use crate::engine::aggregate::{ElemType, Op, Reduction};
+use crate::psn::Psn;
+use crate::roce::{Completion, ConfigError, QpConfig, RcQp, SendOp, WcStatus, WrId};
+use crate::time::Instant;
+use crate::wire::{
+    Collective, DataType, EpicFlags, EpicHeaderRepr, GroupId, ReduceOp, EPIC_HEADER_LEN,
+    EPIC_IMM_TAG,
+};
+
+/// How a rank is set up. [HOST-002]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HostConfig {
+    /// This rank.
+    pub rank: u16,
+    /// Ranks in the group.
+    pub ranks: u16,
+    /// The group.
+    pub group: GroupId,
+    /// The QP toward the first-hop switch; `sq_psn` and `rq_psn` must be
+    /// the group's start PSN. [CTL-040]
+    pub qp: QpConfig,
+    /// M: packets per message.
+    pub message_packets: u32,
+    /// W: messages outstanding (Figure 4).
+    pub window: u32,
+}
+
+/// What a finished call reports.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum HostEvent {
+    /// The call completed; `output` is this rank's result in wire encoding
+    /// (empty for Barrier and for non-roots of Reduce).
+    Completed {
+        /// The result.
+        output: Vec<u8>,
+    },
+    /// The call failed.
+    Failed(HostError),
+}
+
+/// Where a running call stands (see [`HostRank::progress`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HostProgress {
+    /// Invocations started so far.
+    pub step: usize,
+    /// Invocations in the call.
+    pub steps: usize,
+    /// The current control message was acknowledged.
+    pub control_done: bool,
+    /// The current control echo arrived.
+    pub echo_done: bool,
+    /// Sends posted, completed, needed.
+    pub sends: (u32, u32, u32),
+    /// Receives posted, completed, needed.
+    pub recvs: (u32, u32, u32),
+    /// PSN of the current control message.
+    pub control_psn: Option<Psn>,
+}
+
+/// Why a call could not start or did not finish. [HOST-003]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HostError {
+    /// A call is already running.
+    Busy,
+    /// The request is inconsistent: `what` says how.
+    InvalidArgument(&'static str),
+    /// The transport failed a work request with this status.
+    Transport(WcStatus),
+    /// The QP refused a post or a resync.
+    Refused,
+}
+
+impl fmt::Display for HostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostError::Busy => f.write_str("a collective is already running on this rank"),
+            HostError::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
+            HostError::Transport(s) => write!(f, "transport error: {s:?}"),
+            HostError::Refused => f.write_str("the RC endpoint refused a request"),
+        }
+    }
+}
+
+impl core::error::Error for HostError {}
+
+const WR_CONTROL: u64 = 1 << 40;
+const WR_ECHO: u64 = 2 << 40;
+
+/// The state of the invocation in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Active {
+    step: Step,
+    header: EpicHeaderRepr,
+    end: Psn,
+    /// Bytes of data in this invocation and per message.
+    bytes: usize,
+    msg_bytes: usize,
+    msgs: u32,
+    sends: bool,
+    recvs: bool,
+    posted_sends: u32,
+    done_sends: u32,
+    posted_recvs: u32,
+    done_recvs: u32,
+    control_done: bool,
+    echo_done: bool,
+    /// Received data of this invocation.
+    received: Vec<u8>,
+}
+
+/// A call in progress.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Call {
+    req: CollectiveRequest,
+    steps: Vec<Step>,
+    next_step: usize,
+    input: Vec<u8>,
+    output: Vec<u8>,
+    reduction: Option<Reduction>,
+    size: usize,
+    active: Option<Active>,
+}
+
+/// One rank's collective driver. [HOST-001]
+#[derive(Debug)]
+pub struct HostRank {
+    cfg: HostConfig,
+    qp: RcQp<Vec<u8>, Vec<u8>>,
+    call: Option<Call>,
+    seq: u32,
+    event: Option<HostEvent>,
+}
+
+impl HostRank {
+    /// A rank with a fresh QP.
+    pub fn new(cfg: HostConfig) -> Result<HostRank, ConfigError> {
+        Ok(HostRank {
+            cfg,
+            qp: RcQp::new(cfg.qp)?,
+            call: None,
+            seq: 0,
+            event: None,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HostConfig {
+        &self.cfg
+    }
+
+    /// The RC endpoint.
+    pub fn qp(&self) -> &RcQp<Vec<u8>, Vec<u8>> {
+        &self.qp
+    }
+
+    /// Whether a call is running.
+    pub fn busy(&self) -> bool {
+        self.call.is_some()
+    }
+
+    /// Starts a collective over `elements` elements. `input` is this
+    /// rank's contribution in wire encoding: `elements` elements for
+    /// AllReduce, Reduce, ReduceScatter (K blocks), AllGather (own block)
+    /// and the Broadcast root; empty for Barrier and Broadcast non-roots.
+    /// [HOST-010]
+    pub fn start(
+        &mut self,
+        now: Instant,
+        req: CollectiveRequest,
+        elements: u64,
+        input: &[u8],
+    ) -> Result<(), HostError> {
+        if self.call.is_some() {
+            return Err(HostError::Busy);
+        }
+        let ranks = self.cfg.ranks;
+        let barrier = req.collective == Collective::Barrier;
+        let size = if barrier {
+            0
+        } else {
+            usize::from(
+                req.dtype
+                    .size_bytes()
+                    .ok_or(HostError::InvalidArgument("dtype: needs an element type"))?,
+            )
+        };
+        let reduces = req.collective.reduces();
+        let reduction = if reduces {
+            Some(Reduction {
+                elem: ElemType::from_wire(req.dtype)
+                    .ok_or(HostError::InvalidArgument("dtype: unsupported"))?,
+                op: Op::from_wire(req.op)
+                    .ok_or(HostError::InvalidArgument("op: needs Sum, Min or Max"))?,
+            })
+        } else {
+            if req.op != ReduceOp::None {
+                return Err(HostError::InvalidArgument(
+                    "op: this collective does not reduce",
+                ));
+            }
+            None
+        };
+        if matches!(req.collective, Collective::Unknown(_)) {
+            return Err(HostError::InvalidArgument("collective: unknown"));
+        }
+        if matches!(req.collective, Collective::Reduce | Collective::Broadcast) && req.root >= ranks
+        {
+            return Err(HostError::InvalidArgument("root: not a rank of the group"));
+        }
+        if barrier && (elements != 0 || !input.is_empty()) {
+            return Err(HostError::InvalidArgument("barrier: carries no data"));
+        }
+        if req.collective == Collective::ReduceScatter && elements % u64::from(ranks) != 0 {
+            return Err(HostError::InvalidArgument(
+                "elements: ReduceScatter needs a multiple of the group size",
+            ));
+        }
+        let bytes = usize::try_from(elements)
+            .ok()
+            .and_then(|e| e.checked_mul(size))
+            .ok_or(HostError::InvalidArgument("elements: too many"))?;
+        let contributes = !(req.collective == Collective::Broadcast && req.root != self.cfg.rank);
+        if contributes && !barrier && input.len() != bytes {
+            return Err(HostError::InvalidArgument(
+                "input: length is not elements × size",
+            ));
+        }
+        if !contributes && !input.is_empty() && input.len() != bytes {
+            return Err(HostError::InvalidArgument(
+                "input: length is not elements × size",
+            ));
+        }
+        let out_bytes = match req.collective {
+            Collective::Barrier => 0,
+            Collective::Reduce if req.root != self.cfg.rank => 0,
+            Collective::ReduceScatter => bytes / usize::from(ranks),
+            Collective::AllGather => bytes * usize::from(ranks),
+            _ => bytes,
+        };
+        let steps = steps(&req, self.cfg.rank, ranks, elements, size);
+        self.call = Some(Call {
+            req,
+            steps,
+            next_step: 0,
+            input: input.to_vec(),
+            output: vec![0; out_bytes],
+            reduction,
+            size,
+            active: None,
+        });
+        self.pump(now);
+        Ok(())
+    }
+
+    /// Feeds a received frame. [HOST-020]
+    pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        self.qp.handle_frame(now, frame);
+        self.pump(now);
+    }
+
+    /// The next frame to send.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.pump(now);
+        self.qp.poll_transmit(now, buf).ok().flatten()
+    }
+
+    /// The QP's next timer.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.qp.poll_timeout()
+    }
+
+    /// Fires the QP's timers.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.qp.handle_timeout(now);
+        self.pump(now);
+    }
+
+    /// Where the running call stands, for diagnostics.
+    pub fn progress(&self) -> Option<HostProgress> {
+        let call = self.call.as_ref()?;
+        let a = call.active.as_ref();
+        Some(HostProgress {
+            step: call.next_step,
+            steps: call.steps.len(),
+            control_done: a.is_some_and(|a| a.control_done),
+            echo_done: a.is_some_and(|a| a.echo_done),
+            sends: a.map_or((0, 0, 0), |a| (a.posted_sends, a.done_sends, a.msgs)),
+            recvs: a.map_or((0, 0, 0), |a| (a.posted_recvs, a.done_recvs, a.msgs)),
+            control_psn: a.map(|a| a.header.first_psn.sub(1)),
+        })
+    }
+
+    /// The outcome of the last call, once.
+    pub fn poll_event(&mut self) -> Option<HostEvent> {
+        self.event.take()
+    }
+
+    fn fail(&mut self, e: HostError) {
+        self.call = None;
+        self.event = Some(HostEvent::Failed(e));
+    }
+
+    /// Posts what the window allows, consumes completions, and moves from
+    /// one invocation to the next. [HOST-011]…[HOST-014]
+    fn pump(&mut self, _now: Instant) {
+        loop {
+            let Some(call) = self.call.as_mut() else {
+                return;
+            };
+            if call.active.is_none() {
+                let Some(step) = call.steps.get(call.next_step).copied() else {
+                    let output = core::mem::take(&mut call.output);
+                    self.call = None;
+                    self.event = Some(HostEvent::Completed { output });
+                    return;
+                };
+                call.next_step += 1;
+                if let Err(e) = self.begin(step) {
+                    self.fail(e);
+                    return;
+                }
+                continue;
+            }
+            if let Err(e) = self.post_window() {
+                self.fail(e);
+                return;
+            }
+            let mut progressed = false;
+            while let Some(c) = self.qp.poll_completion() {
+                progressed = true;
+                if let Err(e) = self.complete(c) {
+                    self.fail(e);
+                    return;
+                }
+            }
+            let finished = self
+                .call
+                .as_ref()
+                .and_then(|c| c.active.as_ref())
+                .is_some_and(|a| {
+                    a.control_done
+                        && a.echo_done
+                        && a.done_sends == if a.sends { a.msgs } else { 0 }
+                        && a.done_recvs == if a.recvs { a.msgs } else { 0 }
+                });
+            if finished {
+                if let Err(e) = self.finish_step() {
+                    self.fail(e);
+                    return;
+                }
+                continue;
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    /// Sends the control message of `step` and sets up its messages.
+    /// [HOST-012] [CTL-001]
+    fn begin(&mut self, step: Step) -> Result<(), HostError> {
+        let rank = self.cfg.rank;
+        let m = self.cfg.message_packets.max(1);
+        let mtu = self.cfg.qp.mtu.bytes() as usize;
+        let Some(call) = self.call.as_mut() else {
+            return Ok(());
+        };
+        let size = call.size;
+        let bytes = usize::try_from(step.elements).unwrap_or(usize::MAX) * size;
+        let ppb = if size == 0 {
+            0
+        } else {
+            u16::try_from(mtu - mtu % size).unwrap_or(0)
+        };
+        let packets = if bytes == 0 {
+            0
+        } else {
+            bytes.div_ceil(usize::from(ppb))
+        };
+        let msg_bytes = usize::from(ppb) * m as usize;
+        let msgs = if bytes == 0 {
+            0
+        } else {
+            bytes.div_ceil(msg_bytes.max(1))
+        };
+        let c = self.qp.send_psn();
+        let packets =
+            u32::try_from(packets).map_err(|_| HostError::InvalidArgument("elements: too many"))?;
+        let header = EpicHeaderRepr {
+            group_id: self.cfg.group,
+            invocation: self.seq,
+            collective: step.collective,
+            reduce_op: call.req.op,
+            data_type: if step.collective == Collective::Barrier {
+                DataType::None
+            } else {
+                call.req.dtype
+            },
+            flags: EpicFlags {
+                reproducible: call.req.reproducible,
+                quantized: false,
+            },
+            root_rank: if matches!(step.collective, Collective::Reduce | Collective::Broadcast) {
+                step.root
+            } else {
+                0
+            },
+            first_psn: c.next(),
+            packet_count: packets,
+            element_count: step.elements,
+            payload_bytes_per_packet: ppb,
+        };
+        header.validate().map_err(|_| {
+            HostError::InvalidArgument("request: no valid EPIC header describes it")
+        })?;
+        self.seq = self.seq.wrapping_add(1);
+        let (sends, recvs) = match step.collective {
+            Collective::AllReduce => (true, true),
+            Collective::Reduce => (rank != step.root, rank == step.root),
+            Collective::Broadcast => (rank == step.root, rank != step.root),
+            _ => (false, false),
+        };
+        let msgs = u32::try_from(msgs).unwrap_or(u32::MAX);
+        call.active = Some(Active {
+            step,
+            header,
+            end: c.add(1 + packets),
+            bytes,
+            msg_bytes,
+            msgs,
+            sends: sends && msgs > 0,
+            recvs: recvs && msgs > 0,
+            posted_sends: 0,
+            done_sends: 0,
+            posted_recvs: 0,
+            done_recvs: 0,
+            control_done: false,
+            echo_done: false,
+            received: vec![0; if recvs { bytes } else { 0 }],
+        });
+        let mut hdr = vec![0u8; EPIC_HEADER_LEN];
+        header.emit(&mut hdr).map_err(|_| HostError::Refused)?;
+        self.qp
+            .post_recv(WrId(WR_ECHO), vec![0u8; 64])
+            .map_err(|_| HostError::Refused)?;
+        self.qp
+            .post_send(
+                WrId(WR_CONTROL),
+                SendOp::SendWithImm { imm: EPIC_IMM_TAG },
+                hdr,
+            )
+            .map_err(|_| HostError::Refused)?;
+        Ok(())
+    }
+
+    /// Posts sends and receives up to the window W. [HOST-011]
+    fn post_window(&mut self) -> Result<(), HostError> {
+        let w = self.cfg.window.max(1);
+        let Some(call) = self.call.as_mut() else {
+            return Ok(());
+        };
+        let Some(a) = call.active.as_mut() else {
+            return Ok(());
+        };
+        while a.recvs && a.posted_recvs < a.msgs && a.posted_recvs < a.done_recvs + w {
+            let len = msg_len(a, a.posted_recvs);
+            self.qp
+                .post_recv(WrId(u64::from(a.posted_recvs)), vec![0u8; len])
+                .map_err(|_| HostError::Refused)?;
+            a.posted_recvs += 1;
+        }
+        while a.sends && a.posted_sends < a.msgs && a.posted_sends < a.done_sends + w {
+            let i = a.posted_sends;
+            let at = a.step.input_at + i as usize * a.msg_bytes;
+            let len = msg_len(a, i);
+            let data = call
+                .input
+                .get(at..at + len)
+                .ok_or(HostError::InvalidArgument("input: too short"))?
+                .to_vec();
+            self.qp
+                .post_send(WrId(u64::from(i)), SendOp::Send, data)
+                .map_err(|_| HostError::Refused)?;
+            a.posted_sends += 1;
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, c: Completion<Vec<u8>, Vec<u8>>) -> Result<(), HostError> {
+        if c.status() != WcStatus::Success {
+            return Err(HostError::Transport(c.status()));
+        }
+        let Some(a) = self.call.as_mut().and_then(|c| c.active.as_mut()) else {
+            return Ok(());
+        };
+        match c {
+            Completion::Send { wr_id, .. } => {
+                if wr_id.0 == WR_CONTROL {
+                    a.control_done = true;
+                } else {
+                    a.done_sends += 1;
+                }
+            }
+            Completion::Recv {
+                wr_id,
+                byte_len,
+                imm,
+                buf,
+                ..
+            } => {
+                if wr_id.0 == WR_ECHO {
+                    if imm != Some(EPIC_IMM_TAG) {
+                        return Err(HostError::Transport(WcStatus::LocalLengthError));
+                    }
+                    a.echo_done = true;
+                } else {
+                    let i = u32::try_from(wr_id.0).unwrap_or(u32::MAX);
+                    let len = msg_len(a, i);
+                    if byte_len as usize != len {
+                        return Err(HostError::Transport(WcStatus::LocalLengthError));
+                    }
+                    let at = i as usize * a.msg_bytes;
+                    if let (Some(dst), Some(src)) =
+                        (a.received.get_mut(at..at + len), buf.get(..len))
+                    {
+                        dst.copy_from_slice(src);
+                    }
+                    a.done_recvs += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Places the invocation's result and resyncs the QP to the group PSN
+    /// after it. [HOST-013] [CTL-040]
+    fn finish_step(&mut self) -> Result<(), HostError> {
+        let rank = self.cfg.rank;
+        let Some(call) = self.call.as_mut() else {
+            return Ok(());
+        };
+        let Some(a) = call.active.take() else {
+            return Ok(());
+        };
+        let out_at = a.step.output_at;
+        match a.step.collective {
+            Collective::AllReduce => {
+                copy_into(&mut call.output, out_at, &a.received);
+            }
+            Collective::Reduce if rank == a.step.root => {
+                // The root adds its own contribution to the network's
+                // reduction of everyone else's. [HOST-015]
+                let own = call
+                    .input
+                    .get(a.step.input_at..a.step.input_at + a.bytes)
+                    .unwrap_or(&[]);
+                if let Some(r) = call.reduction {
+                    let mut acc = vec![0u8; r.elem.acc_len(a.bytes)];
+                    let mut res = vec![0u8; a.bytes];
+                    r.load(&mut acc, &a.received)
+                        .and_then(|_| r.accumulate(&mut acc, own))
+                        .and_then(|_| r.store(&acc, &mut res))
+                        .map_err(|_| HostError::InvalidArgument("input: length"))?;
+                    copy_into(&mut call.output, out_at, &res);
+                }
+            }
+            Collective::Broadcast => {
+                if rank == a.step.root {
+                    let own = call
+                        .input
+                        .get(a.step.input_at..a.step.input_at + a.bytes)
+                        .unwrap_or(&[]);
+                    let own = own.to_vec();
+                    copy_into(&mut call.output, out_at, &own);
+                } else {
+                    copy_into(&mut call.output, out_at, &a.received);
+                }
+            }
+            _ => {}
+        }
+        self.qp
+            .resync(a.end, a.end)
+            .map_err(|_| HostError::Refused)?;
+        Ok(())
+    }
+}
+
+fn msg_len(a: &Active, i: u32) -> usize {
+    let at = i as usize * a.msg_bytes;
+    a.bytes.saturating_sub(at).min(a.msg_bytes)
+}
+
+fn copy_into(out: &mut [u8], at: usize, src: &[u8]) {
+    if let Some(dst) = out.get_mut(at..at + src.len()) {
+        dst.copy_from_slice(src);
+    }
+}

@@ -1,0 +1,15 @@
+//! The host side of EPIC as a sans-IO collective driver over the RC
+//! endpoint: chunking into messages, the window W of Figure 4, the control
+//! message before each invocation, completion, and the PSN resync after
+//! it. A SmartNIC could run it as well as a host library. [HOST-001]
+//!
+//! One [`HostRank`] drives one rank's RC QP toward its first-hop switch.
+//! ReduceScatter runs as K Reduce invocations (root k gets block k) and
+//! AllGather as K Broadcast invocations (root k sends block k), one after
+//! the other (paper Appendix A). [CTL-013]
+
+mod driver;
+mod plan;
+
+pub use driver::{HostConfig, HostError, HostEvent, HostProgress, HostRank};
+pub use plan::CollectiveRequest;

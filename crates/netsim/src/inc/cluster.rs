@@ -1,0 +1,302 @@
+//! A whole EPIC cluster on the simulator, and a runner for one collective
+//! call at a time. [SIM-002]
+
+use core::fmt;
+
+use epic_proto::engine::{EngineConfig, IncEngine, InstallError, Mode};
+use epic_proto::host::{CollectiveRequest, HostConfig, HostEvent, HostRank};
+use epic_proto::roce::{Mtu, PathConfig, QpConfig};
+use epic_proto::time::Duration;
+use epic_proto::wire::GroupId;
+use epic_proto::Psn;
+
+use super::nodes::{HostNode, IncNode};
+use super::topology::{BadTopology, IncTree, PortPeer, TreeSpec};
+use crate::{LinkConfig, LinkId, NodeId, PortId, RunOutcome, Sim, SimError};
+
+/// How to build a cluster. [SIM-002]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClusterConfig {
+    /// The tree.
+    pub tree: TreeSpec,
+    /// Mode II or III.
+    pub mode: Mode,
+    /// Every link, both directions.
+    pub link: LinkConfig,
+    /// Seed of the links' fault generators.
+    pub seed: u64,
+    /// RoCE path MTU.
+    pub mtu: Mtu,
+    /// M: packets per message.
+    pub message_packets: u32,
+    /// W: messages in flight.
+    pub window: u32,
+    /// N, slots per pipe; `None` is 2·(M·W + 1): a rank has at most its
+    /// control message and W messages of M packets in flight. [M2-010]
+    pub slots: Option<u32>,
+    /// Reserve per-child buffers for reproducible invocations.
+    pub reproducible: bool,
+    /// Host QP local ACK timeout exponent (4.096 µs · 2^t).
+    pub host_timeout: u8,
+    /// Mode III switch retransmission timeout.
+    pub switch_timeout: Duration,
+    /// The group PSN every QP and context starts at.
+    pub start_psn: Psn,
+    /// Mode III: CNPs to ranks beyond the pipe's range.
+    pub send_cnp: bool,
+}
+
+impl ClusterConfig {
+    /// Defaults: 100 Gbit/s, 1 µs links without faults; MTU 4096; M = 4,
+    /// W = 8; host timeout 2^6 · 4.096 µs ≈ 262 µs; switch timeout 100 µs.
+    pub fn new(tree: TreeSpec, mode: Mode) -> ClusterConfig {
+        ClusterConfig {
+            tree,
+            mode,
+            link: LinkConfig::default(),
+            seed: 1,
+            mtu: Mtu::Mtu4096,
+            message_packets: 4,
+            window: 8,
+            slots: None,
+            reproducible: true,
+            host_timeout: 6,
+            switch_timeout: Duration::from_micros(100),
+            start_psn: Psn::ZERO,
+            send_cnp: false,
+        }
+    }
+}
+
+/// Why a cluster could not be built or a run did not succeed.
+#[derive(Debug)]
+pub enum ClusterError {
+    /// The topology.
+    Topology(BadTopology),
+    /// A switch refused its context.
+    Install(InstallError),
+    /// The simulator refused a link.
+    Sim(SimError),
+    /// A host QP configuration.
+    Qp(String),
+    /// A rank refused to start the call.
+    Start(u16, epic_proto::host::HostError),
+    /// A rank's call failed.
+    Failed(u16, epic_proto::host::HostError),
+    /// Not every rank finished in time.
+    Timeout {
+        /// Ranks still running.
+        pending: Vec<u16>,
+        /// How the simulator stopped.
+        outcome: RunOutcome,
+    },
+}
+
+impl fmt::Display for ClusterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClusterError::Topology(e) => write!(f, "{e}"),
+            ClusterError::Install(e) => write!(f, "install: {e}"),
+            ClusterError::Sim(e) => write!(f, "simulator: {e}"),
+            ClusterError::Qp(e) => write!(f, "host QP: {e}"),
+            ClusterError::Start(r, e) => write!(f, "rank {r} refused the call: {e}"),
+            ClusterError::Failed(r, e) => write!(f, "rank {r} failed: {e}"),
+            ClusterError::Timeout { pending, outcome } => {
+                write!(f, "ranks {pending:?} did not finish ({outcome:?})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ClusterError {}
+
+/// The result of one collective call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectiveRun {
+    /// Each rank's output.
+    pub outputs: Vec<Vec<u8>>,
+    /// From the start of the call to the last rank's completion.
+    pub elapsed: Duration,
+}
+
+/// A simulated EPIC cluster. [SIM-002]
+#[derive(Debug)]
+pub struct Cluster {
+    /// The simulator.
+    pub sim: Sim<IncNode>,
+    /// The tree.
+    pub tree: IncTree,
+    /// Host node of each rank.
+    pub hosts: Vec<NodeId>,
+    /// Node of each switch.
+    pub switches: Vec<NodeId>,
+    /// Every link: (switch, port) ↔ peer.
+    pub links: Vec<LinkId>,
+    /// The configuration.
+    pub cfg: ClusterConfig,
+}
+
+const GROUP: GroupId = GroupId(7);
+
+impl Cluster {
+    /// Builds and wires the cluster and installs every switch's context.
+    pub fn build(cfg: ClusterConfig) -> Result<Cluster, ClusterError> {
+        let tree = IncTree::new(cfg.tree).map_err(ClusterError::Topology)?;
+        let mut sim = Sim::new(cfg.seed);
+        let payload = u16::try_from(cfg.mtu.bytes()).unwrap_or(4096);
+        let slots = cfg
+            .slots
+            .unwrap_or(2 * (cfg.message_packets * cfg.window + 1))
+            .max(2);
+        let mut switches = Vec::new();
+        for (i, s) in tree.switches.iter().enumerate() {
+            let mut ecfg = EngineConfig::new(s.mac, s.ip);
+            ecfg.arena_bytes = 256 << 20;
+            ecfg.retransmit_timeout = cfg.switch_timeout;
+            ecfg.send_cnp = cfg.send_cnp;
+            ecfg.tx_queue_frames = 1024;
+            let mut eng = IncEngine::new(ecfg);
+            let ctx = tree.context(i, GROUP, cfg.mode, slots, payload, cfg.reproducible);
+            eng.install(ctx).map_err(ClusterError::Install)?;
+            if let Some(c) = eng.context_mut(GROUP) {
+                c.set_start_psn(cfg.start_psn);
+            }
+            switches.push(sim.add_node(IncNode::Switch(Box::new(eng))));
+        }
+        let mut hosts = Vec::new();
+        for h in &tree.hosts {
+            let Some(sw) = tree.switches.get(h.switch) else {
+                continue;
+            };
+            let path = PathConfig::new(h.mac, sw.mac, h.ip, sw.ip);
+            let mut qp = QpConfig::new(h.qpn, super::topology::switch_qpn(h.port), path);
+            qp.mtu = cfg.mtu;
+            qp.sq_psn = cfg.start_psn;
+            qp.rq_psn = cfg.start_psn;
+            qp.timeout = cfg.host_timeout;
+            qp.retry_cnt = 7;
+            qp.rnr_retry = 7;
+            qp.sq_depth = u16::try_from(cfg.window + 4).unwrap_or(u16::MAX);
+            qp.rq_depth = u16::try_from(cfg.window + 4).unwrap_or(u16::MAX);
+            let hc = HostConfig {
+                rank: h.rank,
+                ranks: tree.ranks(),
+                group: GROUP,
+                qp,
+                message_packets: cfg.message_packets,
+                window: cfg.window,
+            };
+            let rank = HostRank::new(hc).map_err(|e| ClusterError::Qp(format!("{e:?}")))?;
+            hosts.push(sim.add_node(IncNode::Host(Box::new(HostNode {
+                rank,
+                outcome: None,
+            }))));
+        }
+        let mut links = Vec::new();
+        for (i, s) in tree.switches.iter().enumerate() {
+            for (p, peer) in s.ports.iter().enumerate() {
+                let Some(&me) = switches.get(i) else { continue };
+                let a = (me, PortId(p as u16));
+                let b = match *peer {
+                    PortPeer::Host(r) => match hosts.get(usize::from(r)) {
+                        Some(&h) => (h, PortId(0)),
+                        None => continue,
+                    },
+                    // Each switch-switch link once, from the parent side.
+                    PortPeer::Switch(o, their) if o > i => match switches.get(o) {
+                        Some(&s) => (s, PortId(their)),
+                        None => continue,
+                    },
+                    PortPeer::Switch(..) => continue,
+                };
+                links.push(sim.connect(a, b, cfg.link).map_err(ClusterError::Sim)?);
+            }
+        }
+        Ok(Cluster {
+            sim,
+            tree,
+            hosts,
+            switches,
+            links,
+            cfg,
+        })
+    }
+
+    /// The engine of switch `s`.
+    pub fn engine(&self, s: usize) -> Option<&IncEngine> {
+        match self.sim.node(*self.switches.get(s)?)? {
+            IncNode::Switch(e) => Some(e),
+            IncNode::Host(_) => None,
+        }
+    }
+
+    /// The host node of rank `r`.
+    pub fn host(&self, r: usize) -> Option<&HostNode> {
+        match self.sim.node(*self.hosts.get(r)?)? {
+            IncNode::Host(h) => Some(h),
+            IncNode::Switch(_) => None,
+        }
+    }
+
+    /// Runs one collective call on every rank and waits at most `limit`
+    /// of simulated time. `inputs[r]` is rank r's input in wire encoding.
+    /// [SIM-002]
+    pub fn run_collective(
+        &mut self,
+        req: CollectiveRequest,
+        elements: u64,
+        inputs: &[Vec<u8>],
+        limit: Duration,
+    ) -> Result<CollectiveRun, ClusterError> {
+        let start = self.sim.now();
+        let empty = Vec::new();
+        for (r, id) in self.hosts.clone().into_iter().enumerate() {
+            let input = inputs.get(r).unwrap_or(&empty);
+            if let Some(IncNode::Host(h)) = self.sim.node_mut(id) {
+                h.outcome = None;
+                let r16 = u16::try_from(r).unwrap_or(u16::MAX);
+                h.rank
+                    .start(start, req, elements, input)
+                    .map_err(|e| ClusterError::Start(r16, e))?;
+                // A call that needs no network (it cannot happen with
+                // K ≥ 2, but stay honest) completes at once.
+                if let Some(ev) = h.rank.poll_event() {
+                    h.outcome = Some((ev, start));
+                }
+            }
+        }
+        let hosts = self.hosts.clone();
+        let done = move |s: &Sim<IncNode>| {
+            hosts
+                .iter()
+                .all(|id| matches!(s.node(*id), Some(IncNode::Host(h)) if h.outcome.is_some()))
+        };
+        let outcome = self
+            .sim
+            .run_while(start.saturating_add(limit), |s| !done(s));
+        let mut outputs = Vec::new();
+        let mut last = start;
+        let mut pending = Vec::new();
+        for (r, id) in self.hosts.iter().enumerate() {
+            let r16 = u16::try_from(r).unwrap_or(u16::MAX);
+            match self.sim.node(*id) {
+                Some(IncNode::Host(h)) => match &h.outcome {
+                    Some((HostEvent::Completed { output }, t)) => {
+                        outputs.push(output.clone());
+                        last = last.max(*t);
+                    }
+                    Some((HostEvent::Failed(e), _)) => return Err(ClusterError::Failed(r16, *e)),
+                    None => pending.push(r16),
+                },
+                _ => pending.push(r16),
+            }
+        }
+        if !pending.is_empty() {
+            return Err(ClusterError::Timeout { pending, outcome });
+        }
+        Ok(CollectiveRun {
+            outputs,
+            elapsed: last.saturating_since(start),
+        })
+    }
+}

@@ -1,0 +1,12 @@
+//! EPIC clusters on the simulator: IncTree topologies in the paper's
+//! notation, switch and host nodes, and a runner for collectives.
+
+mod cluster;
+mod nodes;
+mod topology;
+
+pub use cluster::{Cluster, ClusterConfig, ClusterError, CollectiveRun};
+pub use nodes::{HostNode, IncNode};
+pub use topology::{
+    host_qpn, switch_qpn, BadTopology, HostSpec, IncTree, PortPeer, SwitchSpec, TreeSpec,
+};
