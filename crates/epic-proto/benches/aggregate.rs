@@ -15,6 +15,10 @@
 //! Throughput is wire bytes (`Throughput::Bytes`): 4096 per payload.
 //!
 //! `cargo bench -p epic-proto --bench aggregate`
+//!
+//! The byte swaps dominate: the default x86-64 target has no `pshufb`, so
+//! compare with `RUSTFLAGS="-C target-cpu=x86-64-v3"` (AVX2) or `native`
+//! (in a separate `CARGO_TARGET_DIR`, to keep the default build cached).
 
 // Bench harness code: a length error is a bug to surface loudly.
 #![allow(
