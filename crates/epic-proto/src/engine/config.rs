@@ -118,6 +118,21 @@ pub struct EngineConfig {
     /// Mode III: answer a rank whose packet was beyond the pipe's range
     /// with a CNP as well as the NAK (rate synchronization). [M3-060]
     pub send_cnp: bool,
+    /// A deliberately wrong variant, for regression tests only. `None` in
+    /// every real switch.
+    pub pitfall: Option<Pitfall>,
+}
+
+/// Deliberately wrong engine variants, kept so that regression tests can
+/// show they fail (paper §5.1, Figure 6). Never enable one in a switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Pitfall {
+    /// Mode III recycling buffers with the Mode II rule: no valid PSN
+    /// range, no slot ownership, and completing PSN p clears the slot of
+    /// p + N/2. With hop-by-hop ACKs a fast rank may be further ahead
+    /// than that, and its data is erased. [M3-032]
+    Mode3WithMode2Recycle,
 }
 
 impl EngineConfig {
@@ -135,6 +150,7 @@ impl EngineConfig {
             tx_queue_frames: 512,
             retransmit_timeout: Duration::from_micros(100),
             send_cnp: false,
+            pitfall: None,
         }
     }
 }

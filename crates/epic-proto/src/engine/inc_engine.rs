@@ -7,7 +7,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::config::{ContextConfig, EngineConfig, Mode, Peer, PortNo, MAX_CONTEXT_ENDPOINTS};
+use super::config::{ContextConfig, EngineConfig, Peer, PortNo, MAX_CONTEXT_ENDPOINTS};
 use super::context::{Context, ContextFootprint};
 use super::counters::{EngineCounters, EngineDropReason};
 use super::error::InstallError;
@@ -442,14 +442,10 @@ fn validate(cfg: &ContextConfig, max_group: u16) -> Result<(), InstallError> {
             });
         }
     }
-    if cfg.slots < 2 || cfg.slots > (1 << 22) {
+    // PSN mod N must stay continuous across the 24-bit wrap. [ENG-015]
+    if cfg.slots < 2 || cfg.slots > (1 << 22) || !cfg.slots.is_power_of_two() {
         return Err(InstallError::Invalid {
-            what: "slots: N must be 2 to 2^22",
-        });
-    }
-    if cfg.mode == Mode::Translated && cfg.slots % 2 != 0 {
-        return Err(InstallError::Invalid {
-            what: "slots: Mode II needs an even N = 2MW",
+            what: "slots: N must be a power of two from 2 to 2^22",
         });
     }
     if cfg.max_payload < 4 || cfg.max_payload > crate::wire::MAX_PAYLOAD_BYTES {

@@ -46,9 +46,12 @@ mod pipe;
 #[cfg(feature = "alloc")]
 mod txq;
 
+#[cfg(all(test, feature = "alloc"))]
+mod install_tests;
+
 #[cfg(feature = "alloc")]
 pub use config::{
-    ContextConfig, EndpointConfig, EngineConfig, Mode, Peer, PortNo, INVOCATION_SLOTS,
+    ContextConfig, EndpointConfig, EngineConfig, Mode, Peer, Pitfall, PortNo, INVOCATION_SLOTS,
     MAX_CONTEXT_ENDPOINTS,
 };
 #[cfg(feature = "alloc")]

@@ -3,7 +3,7 @@
 //! [psnStart, psnStart + N), psnStart = min(lastAcked) + 1 over the pipe's
 //! outputs. [M3-001]
 
-use super::config::{Peer, INVOCATION_SLOTS};
+use super::config::{Peer, Pitfall, INVOCATION_SLOTS};
 use super::context::Context;
 use super::counters::EngineDropReason;
 use super::endpoint::Response;
@@ -170,8 +170,9 @@ impl Context {
         let Some(e) = self.eps.get_mut(usize::from(ep)) else {
             return;
         };
+        let pitfall = io.cfg.pitfall == Some(Pitfall::Mode3WithMode2Recycle);
         // Readiness: only [psnStart, psnStart + N) is writable. [M3-020]
-        if pkt.psn.distance_from(pipe.psn_start) >= pipe.n {
+        if !pitfall && pkt.psn.distance_from(pipe.psn_start) >= pipe.n {
             io.drop(EngineDropReason::OutOfWindow);
             e.window_drop = true;
             if pkt.psn.is_after(e.epsn) || pkt.psn == e.epsn {
@@ -190,7 +191,7 @@ impl Context {
             return;
         }
         let slot = pipe.slot_of(pkt.psn);
-        if pipe.meta(slot).tag.is_some_and(|t| t != pkt.psn) {
+        if !pitfall && pipe.meta(slot).tag.is_some_and(|t| t != pkt.psn) {
             io.drop(EngineDropReason::StaleData);
             return;
         }
@@ -230,6 +231,11 @@ impl Context {
         if complete {
             if let Some(m) = pipe.meta_mut(slot) {
                 m.complete = true;
+            }
+            if pitfall {
+                // The Mode II rule, wrong here (Figure 6). [M3-032]
+                let ahead = pipe.slot_of(pkt.psn.add(pipe.n / 2));
+                recycle_buffer(pipe, &mut self.eps, ahead);
             }
         }
         self.advance_epsn3(ep);
@@ -373,7 +379,9 @@ impl Context {
             if !acked || !local_ok {
                 break;
             }
-            recycle_buffer(pipe, &mut self.eps, slot);
+            if io.cfg.pitfall != Some(Pitfall::Mode3WithMode2Recycle) {
+                recycle_buffer(pipe, &mut self.eps, slot);
+            }
             pipe.psn_start = q.next();
             advanced = true;
         }

@@ -31,8 +31,9 @@ pub struct ClusterConfig {
     pub message_packets: u32,
     /// W: messages in flight.
     pub window: u32,
-    /// N, slots per pipe; `None` is 2·(M·W + 1): a rank has at most its
-    /// control message and W messages of M packets in flight. [M2-010]
+    /// N, slots per pipe (a power of two); `None` is 2·(M·W + 1) rounded up
+    /// to a power of two: a rank has at most its control message and W
+    /// messages of M packets in flight. [M2-010]
     pub slots: Option<u32>,
     /// Reserve per-child buffers for reproducible invocations.
     pub reproducible: bool,
@@ -44,6 +45,8 @@ pub struct ClusterConfig {
     pub start_psn: Psn,
     /// Mode III: CNPs to ranks beyond the pipe's range.
     pub send_cnp: bool,
+    /// A deliberately wrong engine variant (regression tests only).
+    pub pitfall: Option<epic_proto::engine::Pitfall>,
 }
 
 impl ClusterConfig {
@@ -64,6 +67,7 @@ impl ClusterConfig {
             switch_timeout: Duration::from_micros(100),
             start_psn: Psn::ZERO,
             send_cnp: false,
+            pitfall: None,
         }
     }
 }
@@ -146,7 +150,7 @@ impl Cluster {
         let payload = u16::try_from(cfg.mtu.bytes()).unwrap_or(4096);
         let slots = cfg
             .slots
-            .unwrap_or(2 * (cfg.message_packets * cfg.window + 1))
+            .unwrap_or((2 * (cfg.message_packets * cfg.window + 1)).next_power_of_two())
             .max(2);
         let mut switches = Vec::new();
         for (i, s) in tree.switches.iter().enumerate() {
@@ -154,6 +158,7 @@ impl Cluster {
             ecfg.arena_bytes = 256 << 20;
             ecfg.retransmit_timeout = cfg.switch_timeout;
             ecfg.send_cnp = cfg.send_cnp;
+            ecfg.pitfall = cfg.pitfall;
             ecfg.tx_queue_frames = 1024;
             let mut eng = IncEngine::new(ecfg);
             let ctx = tree.context(i, GROUP, cfg.mode, slots, payload, cfg.reproducible);
@@ -187,10 +192,7 @@ impl Cluster {
                 window: cfg.window,
             };
             let rank = HostRank::new(hc).map_err(|e| ClusterError::Qp(format!("{e:?}")))?;
-            hosts.push(sim.add_node(IncNode::Host(Box::new(HostNode {
-                rank,
-                outcome: None,
-            }))));
+            hosts.push(sim.add_node(IncNode::Host(Box::new(HostNode::new(rank)))));
         }
         let mut links = Vec::new();
         for (i, s) in tree.switches.iter().enumerate() {
@@ -228,6 +230,38 @@ impl Cluster {
             IncNode::Switch(e) => Some(e),
             IncNode::Host(_) => None,
         }
+    }
+
+    /// Sets the faults rank `r` injects into its transmissions.
+    pub fn set_faults(&mut self, r: usize, faults: super::nodes::HostFaults) {
+        if let Some(id) = self.hosts.get(r).copied() {
+            if let Some(IncNode::Host(h)) = self.sim.node_mut(id) {
+                h.faults = faults;
+            }
+        }
+    }
+
+    /// The link between rank `r` and its switch.
+    pub fn rank_link(&self, r: usize) -> Option<LinkId> {
+        let h = self.tree.hosts.get(r)?;
+        let sw = *self.switches.get(h.switch)?;
+        self.sim.port_link(sw, PortId(h.port))
+    }
+
+    /// Sets one link's configuration in both directions.
+    pub fn set_link(&mut self, link: LinkId, cfg: LinkConfig) -> Result<(), ClusterError> {
+        self.sim
+            .set_link_config(link, crate::Direction::AtoB, cfg)
+            .and_then(|_| self.sim.set_link_config(link, crate::Direction::BtoA, cfg))
+            .map_err(ClusterError::Sim)
+    }
+
+    /// The sum of every switch's count for one drop reason.
+    pub fn switch_drops(&self, reason: epic_proto::engine::EngineDropReason) -> u64 {
+        (0..self.switches.len())
+            .filter_map(|s| self.engine(s))
+            .map(|e| e.counters().drops(reason))
+            .sum()
     }
 
     /// The host node of rank `r`.

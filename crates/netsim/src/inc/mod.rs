@@ -6,7 +6,7 @@ mod nodes;
 mod topology;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterError, CollectiveRun};
-pub use nodes::{HostNode, IncNode};
+pub use nodes::{HostFaults, HostNode, IncNode};
 pub use topology::{
     host_qpn, switch_qpn, BadTopology, HostSpec, IncTree, PortPeer, SwitchSpec, TreeSpec,
 };

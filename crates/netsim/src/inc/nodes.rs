@@ -3,8 +3,22 @@
 use epic_proto::engine::IncEngine;
 use epic_proto::host::{HostEvent, HostRank};
 use epic_proto::time::Instant;
+use epic_proto::wire::{is_epic_control, RoceFrame};
 
 use crate::{Node, PortId};
+
+/// Faults a rank injects into its own transmissions, for scenario tests of
+/// the control signalling. [CTL-030]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HostFaults {
+    /// Drop this many of the next control messages the rank sends.
+    pub drop_controls: u32,
+    /// Send every control message twice.
+    pub duplicate_controls: bool,
+    /// Hold this many of the next control messages back until after the
+    /// data packet that follows each.
+    pub late_controls: u32,
+}
 
 /// A rank: its collective driver on port 0.
 #[derive(Debug)]
@@ -13,12 +27,60 @@ pub struct HostNode {
     pub rank: HostRank,
     /// How the last call ended, and when.
     pub outcome: Option<(HostEvent, Instant)>,
+    /// Injected faults.
+    pub faults: HostFaults,
+    held: Option<Vec<u8>>,
+    pending: Option<Vec<u8>>,
 }
 
 impl HostNode {
+    /// A rank without faults.
+    pub fn new(rank: HostRank) -> HostNode {
+        HostNode {
+            rank,
+            outcome: None,
+            faults: HostFaults::default(),
+            held: None,
+            pending: None,
+        }
+    }
+
     fn collect(&mut self, now: Instant) {
         if let Some(ev) = self.rank.poll_event() {
             self.outcome = Some((ev, now));
+        }
+    }
+
+    /// The driver's next frame, with the injected faults applied.
+    fn transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        if let Some(f) = self.pending.take() {
+            let dst = buf.get_mut(..f.len())?;
+            dst.copy_from_slice(&f);
+            return Some(f.len());
+        }
+        loop {
+            let n = self.rank.poll_transmit(now, buf)?;
+            let frame = buf.get(..n)?;
+            let control = RoceFrame::parse(frame)
+                .map(|f| is_epic_control(&f.bth, &f.ext))
+                .unwrap_or(false);
+            if control {
+                if self.faults.drop_controls > 0 {
+                    self.faults.drop_controls -= 1;
+                    continue;
+                }
+                if self.faults.late_controls > 0 && self.held.is_none() {
+                    self.faults.late_controls -= 1;
+                    self.held = Some(frame.to_vec());
+                    continue;
+                }
+                if self.faults.duplicate_controls {
+                    self.pending = Some(frame.to_vec());
+                }
+            } else if let Some(h) = self.held.take() {
+                self.pending = Some(h);
+            }
+            return Some(n);
         }
     }
 }
@@ -49,7 +111,7 @@ impl Node for IncNode {
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(PortId, usize)> {
         match self {
             IncNode::Host(h) => {
-                let r = h.rank.poll_transmit(now, buf).map(|n| (PortId(0), n));
+                let r = h.transmit(now, buf).map(|n| (PortId(0), n));
                 h.collect(now);
                 r
             }

@@ -1,0 +1,176 @@
+//! Tests of the install API and of the engine's handling of frames that
+//! are not for it. [ENG-010] [ENG-013] [ENG-014] [ENG-001] [ENG-060]
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use alloc::string::ToString;
+use alloc::vec::Vec;
+use core::net::Ipv4Addr;
+
+use super::*;
+use crate::time::Instant;
+use crate::wire::{EthernetAddress, GroupId, Qpn};
+
+fn engine() -> IncEngine {
+    IncEngine::new(EngineConfig::new(
+        EthernetAddress([2, 0, 0, 1, 0, 0]),
+        Ipv4Addr::new(10, 1, 0, 0),
+    ))
+}
+
+/// A star context: `k` ranks on ports 0..k.
+fn star(group: u32, k: u16, mode: Mode, qpn_base: u32) -> ContextConfig {
+    ContextConfig {
+        group: GroupId(group),
+        mode,
+        ranks: k,
+        endpoints: (0..k)
+            .map(|r| EndpointConfig {
+                port: r,
+                local_qpn: Qpn::try_new(qpn_base + u32::from(r)).unwrap(),
+                remote_qpn: Qpn::try_new(0x100 + u32::from(r)).unwrap(),
+                remote_mac: EthernetAddress([2, 0, 0, 0, 0, r as u8]),
+                remote_ip: Ipv4Addr::new(10, 0, 0, r as u8),
+                peer: Peer::Rank(r),
+            })
+            .collect(),
+        parent: None,
+        route: (0..k).collect(),
+        slots: 64,
+        max_payload: 4096,
+        reproducible: false,
+    }
+}
+
+/// [ENG-013] The footprint is charged, reported by kind, and freed again.
+#[test]
+fn footprint_is_charged_and_freed() {
+    let mut e = engine();
+    let cfg = star(1, 4, Mode::Augmented, 0x1000);
+    let want = IncEngine::footprint_of(&cfg).unwrap();
+    assert_eq!(want, ContextFootprint::of(&cfg));
+    // Up accumulators N·2U, Down N·U.
+    assert_eq!(want.payload, 64 * 2 * 4096 + 64 * 4096);
+    assert_eq!(want.degree, 128);
+    let fp = e.install(cfg).unwrap();
+    assert_eq!(fp, want, "the allocated context matches the estimate");
+    assert_eq!(e.arena_used(), fp.total());
+    // Mode II has no Down pipe.
+    let fp2 = e.install(star(2, 4, Mode::Translated, 0x2000)).unwrap();
+    assert_eq!(fp2.payload, 64 * 2 * 4096);
+    e.remove(GroupId(1)).unwrap();
+    assert_eq!(e.arena_used(), fp2.total());
+    assert_eq!(
+        e.remove(GroupId(1)),
+        Err(InstallError::UnknownGroup { group: GroupId(1) })
+    );
+}
+
+/// [ENG-013] A context larger than the free arena is refused.
+#[test]
+fn arena_exhaustion_is_refused() {
+    let mut cfg = EngineConfig::new(
+        EthernetAddress([2, 0, 0, 1, 0, 0]),
+        Ipv4Addr::new(10, 1, 0, 0),
+    );
+    cfg.arena_bytes = 1 << 20;
+    let mut e = IncEngine::new(cfg);
+    let mut c = star(1, 4, Mode::Augmented, 0x1000);
+    c.slots = 1024;
+    match e.install(c) {
+        Err(InstallError::ArenaExhausted { needed, free }) => {
+            assert!(needed > free);
+            assert_eq!(free, 1 << 20);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(e.arena_used(), 0);
+}
+
+/// [ENG-014] Context, table and group-size limits, duplicate groups and
+/// QP numbers.
+#[test]
+fn limits_are_refused_with_typed_errors() {
+    let mut cfg = EngineConfig::new(
+        EthernetAddress([2, 0, 0, 1, 0, 0]),
+        Ipv4Addr::new(10, 1, 0, 0),
+    );
+    cfg.max_contexts = 2;
+    cfg.max_endpoints = 10;
+    cfg.max_group_size = 8;
+    let mut e = IncEngine::new(cfg);
+    e.install(star(1, 4, Mode::Translated, 0x1000)).unwrap();
+    assert_eq!(
+        e.install(star(1, 2, Mode::Translated, 0x3000)),
+        Err(InstallError::DuplicateGroup { group: GroupId(1) })
+    );
+    assert_eq!(
+        e.install(star(2, 2, Mode::Translated, 0x1000)),
+        Err(InstallError::DuplicateQpn { qpn: 0x1000 })
+    );
+    assert_eq!(
+        e.install(star(2, 9, Mode::Translated, 0x2000)),
+        Err(InstallError::GroupSize { ranks: 9, max: 8 })
+    );
+    assert_eq!(
+        e.install(star(2, 8, Mode::Translated, 0x2000)),
+        Err(InstallError::TableFull { needed: 8, free: 6 })
+    );
+    e.install(star(2, 6, Mode::Translated, 0x2000)).unwrap();
+    assert_eq!(
+        e.install(star(3, 2, Mode::Translated, 0x3000)),
+        Err(InstallError::TooManyContexts { max: 2 })
+    );
+}
+
+/// [ENG-010] Inconsistent descriptions name the offending field.
+#[test]
+fn inconsistent_descriptions_are_refused() {
+    let mut e = engine();
+    let mut c = star(1, 4, Mode::Translated, 0x1000);
+    c.slots = 96;
+    assert!(
+        matches!(e.install(c), Err(InstallError::Invalid { what }) if what.starts_with("slots"))
+    );
+    let mut c = star(1, 4, Mode::Translated, 0x1000);
+    c.route[2] = 9;
+    assert!(
+        matches!(e.install(c), Err(InstallError::Invalid { what }) if what.starts_with("route"))
+    );
+    let mut c = star(1, 4, Mode::Translated, 0x1000);
+    c.route.swap(0, 1);
+    assert!(
+        matches!(e.install(c), Err(InstallError::Invalid { what }) if what.starts_with("route"))
+    );
+    let mut c = star(1, 4, Mode::Translated, 0x1000);
+    c.parent = Some(1);
+    assert!(
+        matches!(e.install(c), Err(InstallError::Invalid { what }) if what.starts_with("parent"))
+    );
+    let mut c = star(1, 4, Mode::Translated, 0x1000);
+    c.max_payload = 5000;
+    assert!(matches!(e.install(c), Err(InstallError::Invalid { .. })));
+    assert_eq!(e.arena_used(), 0);
+    assert!(InstallError::GroupSize { ranks: 1, max: 64 }
+        .to_string()
+        .contains("2..=64"));
+}
+
+/// [ENG-001] [ENG-060] Garbage and foreign traffic never panic: foreign
+/// frames are handed back, broken ones counted.
+#[test]
+fn frames_not_for_the_engine() {
+    let mut e = engine();
+    e.install(star(1, 2, Mode::Augmented, 0x1000)).unwrap();
+    let now = Instant::from_nanos(0);
+    assert_eq!(e.handle_frame(now, 0, &[]), Disposition::Consumed);
+    assert_eq!(e.counters().drops(EngineDropReason::Malformed), 1);
+    assert_eq!(e.handle_frame(now, 0, &[0xff; 14]), Disposition::NotEpic);
+    let mut junk = Vec::new();
+    for i in 0..2000u32 {
+        junk.push((i.wrapping_mul(2_654_435_761) >> 13) as u8);
+        let _ = e.handle_frame(now, 0, &junk);
+    }
+    let mut buf = [0u8; 9000];
+    assert_eq!(e.poll_transmit(now, &mut buf), None);
+    assert_eq!(e.poll_timeout(), None);
+}
