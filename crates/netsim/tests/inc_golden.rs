@@ -1,0 +1,138 @@
+//! Golden traces of the IncEngine: for Mode II and Mode III, one
+//! AllReduce, one Reduce (root 2) and one Broadcast (root 1) of 1,000 FP32
+//! elements (4 packets at MTU 1024) on Tree-3-2 with seed 7 and 10 % loss
+//! on rank 0's link. Every link of the tree is captured (both directions,
+//! as sent) and compared byte for byte with
+//! `fixtures/traces/inc/mode<M>-<collective>/<link>.pcap`. Regenerate only
+//! on purpose, and review the diff:
+//!
+//!     EPIC_BLESS=1 cargo test -p netsim --test inc_golden
+//!
+//! SPEC: [ENG-001] [ENG-053] [M2-014] [M2-031] [M3-021] [M3-031] [CTL-015]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+mod inc_common;
+
+use std::path::PathBuf;
+
+use epic_proto::engine::Mode;
+use epic_proto::roce::Mtu;
+use epic_proto::time::Duration;
+use epic_proto::wire::{Collective, DataType, ReduceOp, RoceFrame};
+use inc_common::*;
+use netsim::inc::{Cluster, ClusterConfig, PortPeer};
+use netsim::LinkConfig;
+
+fn dir(mode: Mode, c: Collective) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/traces/inc")
+        .join(format!("mode{}-{}", mode.number(), c.name()))
+}
+
+/// Runs one collective and returns (file name, pcap bytes) per link.
+fn traces(mode: Mode, c: Collective) -> Vec<(String, Vec<u8>)> {
+    let mut cfg = ClusterConfig::new("tree-3-2".parse().unwrap(), mode);
+    cfg.seed = 7;
+    cfg.mtu = Mtu::Mtu1024;
+    cfg.message_packets = 2;
+    cfg.window = 2;
+    let mut cl = Cluster::build(cfg).unwrap();
+    let lossy = cl.rank_link(0).unwrap();
+    cl.set_link(lossy, LinkConfig::default().with_loss(0.10))
+        .unwrap();
+    let mut names = Vec::new();
+    for (i, s) in cl.tree.switches.iter().enumerate() {
+        for (p, peer) in s.ports.iter().enumerate() {
+            let name = match *peer {
+                PortPeer::Host(r) => format!("s{i}p{p}-rank{r}"),
+                PortPeer::Switch(o, their) if o > i => format!("s{i}p{p}-s{o}p{their}"),
+                PortPeer::Switch(..) => continue,
+            };
+            let link = cl
+                .sim
+                .port_link(cl.switches[i], netsim::PortId(p as u16))
+                .unwrap();
+            cl.sim.capture_in_memory(link).unwrap();
+            names.push((name, link));
+        }
+    }
+    let k = case(
+        c,
+        DataType::Fp32,
+        if c.reduces() {
+            ReduceOp::Sum
+        } else {
+            ReduceOp::None
+        },
+        if c == Collective::Reduce { 2 } else { 1 },
+        4,
+        1000,
+        7,
+    );
+    let run = cl
+        .run_collective(k.req, k.elements, &k.inputs, Duration::from_secs(1))
+        .unwrap();
+    assert_eq!(run.outputs, k.expected, "{mode:?} {c:?}");
+    names
+        .into_iter()
+        .map(|(n, l)| {
+            (
+                format!("{n}.pcap"),
+                cl.sim.finish_capture(l).unwrap().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn golden_traces_of_every_link() {
+    let bless = std::env::var("EPIC_BLESS").as_deref() == Ok("1");
+    for mode in [Mode::Translated, Mode::Augmented] {
+        for c in [
+            Collective::AllReduce,
+            Collective::Reduce,
+            Collective::Broadcast,
+        ] {
+            let got = traces(mode, c);
+            assert_eq!(
+                got,
+                traces(mode, c),
+                "{mode:?} {c:?}: same seed, same bytes"
+            );
+            let d = dir(mode, c);
+            if bless {
+                std::fs::create_dir_all(&d).unwrap();
+            }
+            for (name, pcap) in &got {
+                // Every frame verifies: checksums and ICRC recomputed by
+                // every switch that rewrote it. [WIRE-072]
+                let mut r = pcap_file::pcap::PcapReader::new(&pcap[..]).unwrap();
+                let mut frames = 0;
+                while let Some(p) = r.next_packet() {
+                    RoceFrame::parse_verified(&p.unwrap().data)
+                        .expect("every captured frame verifies");
+                    frames += 1;
+                }
+                assert!(frames > 0, "{mode:?} {c:?} {name}: empty capture");
+                let path = d.join(name);
+                if bless {
+                    std::fs::write(&path, pcap).unwrap();
+                } else {
+                    let want = std::fs::read(&path).unwrap_or_else(|e| {
+                        panic!("{}: {e} (regenerate with EPIC_BLESS=1)", path.display())
+                    });
+                    assert!(
+                        &want == pcap,
+                        "{} differs from the golden trace",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+}
