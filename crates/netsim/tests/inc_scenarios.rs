@@ -210,3 +210,35 @@ fn figure_6_pitfall_fails_mode_two_recycling_in_mode_three() {
         "the pitfall variant must fail"
     );
 }
+
+/// [M3-060] With rate synchronization on, a Mode III switch answers ranks
+/// whose packets ran beyond the pipe's range with CNPs, and the result is
+/// still correct.
+#[test]
+fn cnp_to_ranks_ahead_of_the_pipe() {
+    let mut cfg = ClusterConfig::new("tree-2-4".parse().unwrap(), Mode::Augmented);
+    cfg.send_cnp = true;
+    cfg.slots = Some(16);
+    let mut cl = Cluster::build(cfg).unwrap();
+    let link = cl.rank_link(0).unwrap();
+    cl.set_link(
+        link,
+        LinkConfig::default().with_latency(Duration::from_micros(50)),
+    )
+    .unwrap();
+    let k = case(
+        Collective::AllReduce,
+        DataType::Fp32,
+        ReduceOp::Sum,
+        0,
+        4,
+        100_000,
+        6,
+    );
+    check(&mut cl, &k, "Mode III with CNPs");
+    let cnps: u64 = (0..1)
+        .map(|s| cl.engine(s).unwrap().counters().tx_cnps)
+        .sum();
+    assert!(cnps > 0, "ranks ahead of the pipe must get CNPs");
+    assert!(cl.switch_drops(EngineDropReason::OutOfWindow) > 0);
+}
