@@ -227,10 +227,27 @@ impl IncEngine {
     /// Handles one frame that arrived on `port`. [ENG-001]
     pub fn handle_frame(&mut self, now: Instant, port: PortNo, frame: &[u8]) -> Disposition {
         self.counters.rx_frames += 1;
-        let f = match RoceFrame::parse_verified(frame) {
-            Ok(f) => f,
-            Err(e) => return self.parse_failure(frame, e.layer, e.kind),
-        };
+        match RoceFrame::parse_verified(frame) {
+            Ok(f) => self.dispatch(now, port, &f),
+            Err(e) => self.parse_failure(frame, e.layer, e.kind),
+        }
+    }
+
+    /// Handles a frame the driver has already parsed and verified (with
+    /// [`RoceFrame::parse_verified`], or in hardware: IPv4 checksum and
+    /// ICRC checked, the EPIC header of a control message validated).
+    /// [ENG-001]
+    pub fn handle_verified(
+        &mut self,
+        now: Instant,
+        port: PortNo,
+        f: &RoceFrame<'_>,
+    ) -> Disposition {
+        self.counters.rx_frames += 1;
+        self.dispatch(now, port, f)
+    }
+
+    fn dispatch(&mut self, now: Instant, port: PortNo, f: &RoceFrame<'_>) -> Disposition {
         if f.ipv4.dst != self.cfg.ip {
             self.counters.rx_not_epic += 1;
             return Disposition::NotEpic;
@@ -270,7 +287,7 @@ impl IncEngine {
                 match f.epic {
                     Some(h) => {
                         io.counters.rx_control += 1;
-                        ctx.handle_control(&mut io, ep, &f, &h);
+                        ctx.handle_control(&mut io, ep, f, &h);
                     }
                     None => io.drop(EngineDropReason::BadControl),
                 }
@@ -279,7 +296,7 @@ impl IncEngine {
             | Opcode::RcSendMiddle
             | Opcode::RcSendLast
             | Opcode::RcSendOnly => {
-                ctx.handle_data(&mut io, ep, &f);
+                ctx.handle_data(&mut io, ep, f);
             }
             _ => io.drop(EngineDropReason::UnsupportedOpcode),
         }

@@ -63,8 +63,17 @@ impl EpSet {
         ep < 64 && self.mask & (1u64 << ep) != 0
     }
 
+    /// The endpoints in the set, in index order (set bits only).
     pub(crate) fn iter(self) -> impl Iterator<Item = u16> {
-        (0u16..64).filter(move |e| self.mask & (1u64 << e) != 0)
+        let mut m = self.mask;
+        core::iter::from_fn(move || {
+            if m == 0 {
+                return None;
+            }
+            let e = m.trailing_zeros() as u16;
+            m &= m - 1;
+            Some(e)
+        })
     }
 }
 

@@ -60,6 +60,10 @@ impl TxQueue {
             let at = self.head;
             self.head = (self.head + 1) % cap;
             self.len -= 1;
+            if self.len == 0 {
+                // Start over at the first buffer: it stays in cache.
+                self.head = 0;
+            }
             let (port, n) = self.meta.get(at).copied()?;
             let src = self.bufs.get(at).and_then(|b| b.get(..n))?;
             if let Some(dst) = out.get_mut(..n) {
