@@ -66,7 +66,7 @@ impl ContextFootprint {
             slot_meta: (n + down) * super::pipe::SLOT_META_BYTES,
             arrived: eps * (n.div_ceil(64) + down.div_ceil(64)) * 8,
             endpoints: eps * size_of::<EndpointState>(),
-            invocations: INVOCATION_SLOTS * (size_of::<Invocation>() + eps * size_of::<Psn>()),
+            invocations: INVOCATION_SLOTS * size_of::<Invocation>(),
             lookup: eps * size_of::<(u32, Entry)>(),
         }
     }
@@ -170,7 +170,7 @@ impl Context {
             slot_meta: meta,
             arrived: self.eps.iter().map(|e| e.arrived_bytes()).sum::<usize>(),
             endpoints: eps * size_of::<EndpointState>(),
-            invocations: INVOCATION_SLOTS * (size_of::<Invocation>() + eps * size_of::<Psn>()),
+            invocations: INVOCATION_SLOTS * size_of::<Invocation>(),
             lookup: eps * size_of::<(u32, Entry)>(),
         }
     }

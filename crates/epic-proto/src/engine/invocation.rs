@@ -8,11 +8,8 @@
 //! directions and the control doubles as a barrier. Data travels by the
 //! collective's pattern. [CTL-015] [CTL-016]
 
-use alloc::vec;
-use alloc::vec::Vec;
-
 use super::aggregate::{ElemType, Op, Reduction};
-use super::config::INVOCATION_SLOTS;
+use super::config::{INVOCATION_SLOTS, MAX_CONTEXT_ENDPOINTS};
 use super::counters::EngineDropReason;
 use crate::psn::Psn;
 use crate::wire::{Collective, EpicHeaderRepr};
@@ -205,7 +202,9 @@ pub struct Invocation {
     pub(crate) data_pattern: Pattern,
     /// Mode II Broadcast: per endpoint, the highest PSN its subtree has
     /// acknowledged (`ackPsn`). [M2-030]
-    pub(crate) ack_psn: Vec<Psn>,
+    /// Fixed-size, so that installing an invocation on the packet path
+    /// allocates nothing. [ENG-020]
+    pub(crate) ack_psn: [Psn; MAX_CONTEXT_ENDPOINTS],
     /// Mode II Broadcast: the last aggregated ACK forwarded toward the root
     /// (`nodeAckPsn`). [M2-030]
     pub(crate) node_ack: Psn,
@@ -306,14 +305,13 @@ impl InvocationTable {
 
     /// Validates a control message from endpoint `ep`, sent with PSN `psn`,
     /// against the table and installs its invocation when it is new.
-    /// `route` maps ranks to endpoints; `eps` is the endpoint count.
+    /// `route` maps ranks to endpoints.
     pub(crate) fn control(
         &mut self,
         header: &EpicHeaderRepr,
         psn: Psn,
         ep: u16,
         route: &[u16],
-        eps: usize,
     ) -> Result<ControlOutcome, EngineDropReason> {
         let data_pattern = data_pattern(header, route)?;
         if header.first_psn != psn.next() || header.flags.quantized {
@@ -357,7 +355,7 @@ impl InvocationTable {
             reduction,
             control_seen: bit,
             data_pattern,
-            ack_psn: vec![psn.sub(1); eps.max(1)],
+            ack_psn: [psn.sub(1); MAX_CONTEXT_ENDPOINTS],
             node_ack: psn.sub(1),
             echo_acked: 0,
             held_ack: None,
@@ -476,10 +474,10 @@ mod tests {
         let h = header(Collective::AllReduce, 1, 100, 4);
         let c = Psn::from_truncated(100);
         assert_eq!(
-            t.control(&h, c, 0, &route, 3),
+            t.control(&h, c, 0, &route),
             Ok(ControlOutcome::Installed(0))
         );
-        assert_eq!(t.control(&h, c, 1, &route, 3), Ok(ControlOutcome::Known(0)));
+        assert_eq!(t.control(&h, c, 1, &route), Ok(ControlOutcome::Known(0)));
         let inv = t.get(0).unwrap();
         assert!(inv.control_from(0) && inv.control_from(1) && !inv.control_from(2));
         assert_eq!(inv.end, Psn::from_truncated(105));
@@ -488,18 +486,18 @@ mod tests {
         let mut other = h;
         other.element_count -= 1;
         assert_eq!(
-            t.control(&other, c, 2, &route, 3),
+            t.control(&other, c, 2, &route),
             Err(EngineDropReason::ControlMismatch)
         );
         // A new invocation overlapping the old range is refused.
         let h2 = header(Collective::Barrier, 2, 103, 0);
         assert_eq!(
-            t.control(&h2, Psn::from_truncated(103), 0, &route, 3),
+            t.control(&h2, Psn::from_truncated(103), 0, &route),
             Err(EngineDropReason::ControlOutOfOrder)
         );
         let h3 = header(Collective::Reduce, 2, 105, 2);
         assert_eq!(
-            t.control(&h3, Psn::from_truncated(105), 0, &route, 3),
+            t.control(&h3, Psn::from_truncated(105), 0, &route),
             Ok(ControlOutcome::Installed(1))
         );
         assert_eq!(t.find(Psn::from_truncated(106)), Some(1));
@@ -513,7 +511,7 @@ mod tests {
         h.reduce_op = ReduceOp::Sum;
         let mut t = InvocationTable::new();
         assert_eq!(
-            t.control(&h, Psn::from_truncated(10), 0, &[0, 1], 2),
+            t.control(&h, Psn::from_truncated(10), 0, &[0, 1]),
             Err(EngineDropReason::UnsupportedInvocation)
         );
     }
@@ -525,7 +523,7 @@ mod tests {
         let mut t = InvocationTable::new();
         for i in 0..6u32 {
             let h = header(Collective::Barrier, i, i, 0);
-            t.control(&h, Psn::from_truncated(i), 0, &route, 3).unwrap();
+            t.control(&h, Psn::from_truncated(i), 0, &route).unwrap();
         }
         assert_eq!(t.find(Psn::from_truncated(1)), None);
         assert!(t.find(Psn::from_truncated(5)).is_some());

@@ -105,10 +105,7 @@ impl Context {
             io.drop(EngineDropReason::WrongGroup);
             return None;
         }
-        match self
-            .invs
-            .control(h, psn, ep, &self.cfg.route, self.eps.len())
-        {
+        match self.invs.control(h, psn, ep, &self.cfg.route) {
             Ok(super::invocation::ControlOutcome::Installed(i)) => {
                 io.counters.invocations_installed += 1;
                 Some((i, true))
@@ -401,6 +398,7 @@ impl Context {
                 let node = inv
                     .ack_psn
                     .iter()
+                    .take(usize::from(self.shape.eps))
                     .enumerate()
                     .filter(|(i, _)| *i != usize::from(s))
                     .map(|(_, p)| *p)
