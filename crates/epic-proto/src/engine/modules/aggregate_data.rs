@@ -87,6 +87,11 @@ mod tests {
         v.iter().flat_map(|x| x.to_be_bytes()).collect()
     }
 
+    /// The accumulator format: little-endian. [ENG-031]
+    fn le(v: &[i32]) -> std::vec::Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
     /// [ENG-030] Sum of three children, degree counts.
     #[test]
     fn sums_and_counts() {
@@ -107,7 +112,7 @@ mod tests {
             aggregate_data(&mut p, 1, r, None, 3, &be(&[100, -200])).unwrap(),
             3
         );
-        assert_eq!(&p.acc(1)[..8], &be(&[111, -178])[..]);
+        assert_eq!(&p.acc(1)[..8], &le(&[111, -178])[..]);
     }
 
     /// [ENG-035] Reproducible: nothing is summed before the last child,
@@ -129,7 +134,7 @@ mod tests {
             3
         );
         let want = (vals[0] + vals[1]) + vals[2];
-        assert_eq!(&p.acc(0)[..4], &want.to_be_bytes()[..]);
+        assert_eq!(&p.acc(0)[..4], &want.to_le_bytes()[..]);
     }
 
     /// [ENG-030] A payload longer than the slot is an error, not a panic.
