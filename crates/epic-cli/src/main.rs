@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod capture;
 mod decode;
+mod sim;
 
 /// EPIC: Ethernet Polymorphic In-network Collectives.
 #[derive(Debug, Parser)]
@@ -22,11 +23,15 @@ struct Cli {
 enum Command {
     /// Decode a pcap/pcapng capture of RoCEv2/EPIC frames.
     Decode(decode::DecodeArgs),
+    /// Run collectives on the packet simulator and report algorithm
+    /// throughput (every result checked against a host-side reference).
+    Sim(Box<sim::SimArgs>),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Decode(args) => decode::run(args),
+        Command::Sim(args) => sim::run(args),
     }
 }

@@ -477,7 +477,12 @@ impl HostRank {
                 .map_err(|_| HostError::Refused)?;
             a.posted_recvs += 1;
         }
-        while a.sends && a.posted_sends < a.msgs && a.posted_sends < a.done_sends + w {
+        // A Broadcast root holds its data until its control echo is back:
+        // the echo reaches every receiver first, so no receiver sees data
+        // before the PSN of the control message (it would drop it and only
+        // a retransmission timeout would recover). [HOST-016]
+        let held = a.step.collective == Collective::Broadcast && !a.echo_done;
+        while !held && a.sends && a.posted_sends < a.msgs && a.posted_sends < a.done_sends + w {
             let i = a.posted_sends;
             let at = a.step.input_at + i as usize * a.msg_bytes;
             let len = msg_len(a, i);

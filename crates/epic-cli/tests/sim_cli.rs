@@ -1,0 +1,181 @@
+//! `epic sim` end to end: the built binary runs small collectives on the
+//! packet simulator in both modes, and bad arguments fail with exit code 2
+//! and a message naming the argument.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn epic_sim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epic"))
+        .arg("sim")
+        .args(args)
+        .output()
+        .expect("run epic")
+}
+
+fn json_rows(out: &Output) -> Vec<Value> {
+    assert!(
+        out.status.success(),
+        "epic sim failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn all_reduce_both_modes_json() {
+    let out = epic_sim(&[
+        "--mode",
+        "all",
+        "--collective",
+        "all_reduce",
+        "--topology",
+        "tree-2-4",
+        "--sizes",
+        "4K,64K",
+        "--format",
+        "json",
+    ]);
+    let rows = json_rows(&out);
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    // Sizes outer, modes inner.
+    let order: Vec<(u64, u64)> = rows
+        .iter()
+        .map(|r| (r["size"].as_u64().unwrap(), r["mode"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(order, [(4096, 2), (4096, 3), (65536, 2), (65536, 3)]);
+    for r in &rows {
+        assert_eq!(r["collective"], "all_reduce");
+        assert_eq!(r["topology"], "Tree-2-4");
+        assert_eq!(r["ranks"], 4);
+        assert_eq!(r["dtype"], "fp32");
+        assert_eq!(r["op"], "sum");
+        assert_eq!(r["verified"], true);
+        assert_eq!(r["bytes"], r["size"]);
+        assert_eq!(r["setup"]["link_gbps"], 100.0);
+        assert_eq!(r["setup"]["links"], 4);
+        let t = r["time_ns"].as_f64().unwrap();
+        let g = r["gbps"].as_f64().unwrap();
+        assert!(t > 0.0);
+        // Algorithm throughput is size · 8 / time, below line rate.
+        let size = r["size"].as_f64().unwrap();
+        assert!((g - size * 8.0 / t).abs() < 1e-9, "{r}");
+        assert!(g > 1.0 && g < 100.0, "{r}");
+        assert!(r["ops_per_s"].is_null());
+        assert_eq!(r["stats"]["lost_frames"], 0.0);
+    }
+    // A bigger message gets closer to line rate.
+    assert!(rows[2]["gbps"].as_f64() > rows[0]["gbps"].as_f64());
+}
+
+#[test]
+fn every_collective_under_loss_is_verified() {
+    let out = epic_sim(&[
+        "--mode",
+        "3",
+        "--collective",
+        "all",
+        "--topology",
+        "tree-3-2",
+        "--sizes",
+        "16K",
+        "--loss",
+        "0.02",
+        "--lossy-links",
+        "2",
+        "--dtype",
+        "bf16",
+        "--op",
+        "max",
+        "--iters",
+        "2",
+        "--seed",
+        "7",
+        "--format",
+        "json",
+    ]);
+    let rows = json_rows(&out);
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["collective"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "all_reduce",
+            "reduce",
+            "broadcast",
+            "barrier",
+            "reduce_scatter",
+            "all_gather"
+        ]
+    );
+    for r in &rows {
+        assert_eq!(r["mode"], 3);
+        assert_eq!(r["iters"], 2);
+        assert_eq!(r["seed"], 7);
+        assert_eq!(r["verified"], true);
+        assert_eq!(r["setup"]["lossy_links"], 2);
+        assert_eq!(r["setup"]["loss"], 0.02);
+        if r["collective"] == "barrier" {
+            assert!(r["gbps"].is_null());
+            assert!(r["ops_per_s"].as_f64().unwrap() > 0.0);
+        } else {
+            assert_eq!(r["dtype"], "bf16");
+            assert_eq!(r["bytes"], 16384);
+            assert!(r["gbps"].as_f64().unwrap() > 0.0);
+        }
+    }
+}
+
+#[test]
+fn table_format_has_a_header_and_one_line_per_point() {
+    let out = epic_sim(&["--mode", "2", "--topology", "tree-2-2", "--sizes", "4K,8K"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[0].starts_with("# epic sim: Tree-2-2"), "{text}");
+    assert!(lines[1].starts_with("mode"), "{text}");
+    assert!(
+        lines[2].starts_with("II ") && lines[2].contains(" 4K "),
+        "{text}"
+    );
+    assert!(lines[3].contains("Gbit/s"), "{text}");
+}
+
+#[test]
+fn bad_arguments_name_the_argument() {
+    for (args, needle) in [
+        (&["--loss", "5"][..], "--loss"),
+        (&["--sizes", "4K,12Q"][..], "--sizes"),
+        (&["--mode", "4"][..], "--mode"),
+        (&["--collective", "allgatherv"][..], "--collective"),
+        (&["--topology", "star-8"][..], "--topology"),
+        (&["--window", "0"][..], "--window"),
+        (
+            &["--loss", "0.1", "--lossy-links", "9"][..],
+            "--lossy-links 9",
+        ),
+        (&["--sizes", "6"][..], "--sizes 6"),
+        (&["--collective", "reduce", "--root", "8"][..], "--root 8"),
+    ] {
+        let out = epic_sim(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
