@@ -61,8 +61,6 @@
 
 use core::fmt;
 
-use half::f16;
-
 use crate::wire::{DataType, ReduceOp};
 
 /// Bytes per accumulator element, for every [`ElemType`]. [ENG-031]
@@ -376,9 +374,27 @@ fn f32_max(a: u32, b: u32) -> u32 {
     }
 }
 
-/// Exact binary16 → binary32 widening, as a bit pattern.
+/// Exact binary16 → binary32 widening, as a bit pattern, without
+/// branches so that the loops vectorize (`f16::to_f32` does not without
+/// F16C). The exponent and fraction move into binary32's fields as they
+/// are, which reads them with binary32's bias; one multiplication by
+/// 2^112 (exact: a power of two, and every result is representable)
+/// restores binary16's bias, subnormals included. Infinities and NaNs take
+/// the all-ones exponent; NaNs keep their payload with the quiet bit set,
+/// as `half` does.
 fn f16_bits_to_f32(w: u16) -> u32 {
-    f16::from_bits(w).to_f32().to_bits()
+    let w = u32::from(w);
+    let sign = (w & 0x8000) << 16;
+    let exp_frac = (w & 0x7fff) << 13;
+    let scaled = (f32::from_bits(exp_frac) * f32::from_bits(0x7780_0000)).to_bits();
+    let frac = (w & 0x03ff) << 13;
+    let quiet = if frac != 0 { 0x0040_0000 } else { 0 };
+    let special = 0x7f80_0000 | frac | quiet;
+    sign | if w & 0x7c00 == 0x7c00 {
+        special
+    } else {
+        scaled
+    }
 }
 
 /// Exact bfloat16 → binary32 widening, as a bit pattern: bfloat16 is the

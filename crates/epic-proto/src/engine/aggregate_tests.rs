@@ -2,7 +2,7 @@
 //! (`engine::aggregate`). [ENG-030] [ENG-031] [ENG-032] [ENG-033]
 
 use super::*;
-use half::bf16;
+use half::{bf16, f16};
 use proptest::prelude::*;
 use std::vec;
 use std::vec::Vec;
