@@ -105,6 +105,11 @@ impl Context {
             io.drop(EngineDropReason::WrongGroup);
             return None;
         }
+        // Packets larger than the context's slots cannot be served. [CTL-013]
+        if h.payload_bytes_per_packet > self.cfg.max_payload {
+            io.drop(EngineDropReason::UnsupportedInvocation);
+            return None;
+        }
         match self.invs.control(h, psn, ep, &self.cfg.route) {
             Ok(super::invocation::ControlOutcome::Installed(i)) => {
                 io.counters.invocations_installed += 1;
