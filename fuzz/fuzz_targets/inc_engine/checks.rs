@@ -1,0 +1,385 @@
+//! The Harness: the invariants, tracing and the determinism replay.
+
+use epic_proto::engine::{Disposition, EngineCounters, EngineDropReason as R};
+use epic_proto::roce::rxe_udp_sport;
+use epic_proto::wire::{
+    is_epic_control, LaxFrame, Opcode, RoceFrame, Syndrome, EPIC_HEADER_LEN, ROCEV2_PORT,
+};
+
+use super::model::Expected;
+use super::ops::digest;
+use super::*;
+
+/// A frame the switch sent, as the peers see it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Out {
+    pub(crate) ci: usize,
+    pub(crate) ep: usize,
+    pub(crate) kind: Kind,
+    pub(crate) psn: Psn,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Response(Syndrome),
+    Cnp,
+    Control,
+    Data,
+}
+
+/// Drop reasons decided before a frame reaches a context: each counts a
+/// frame that bumps no other counter.
+const BEFORE_DISPATCH: [R; 6] = [
+    R::Malformed,
+    R::BadChecksum,
+    R::BadControl,
+    R::UnknownQp,
+    R::WrongPort,
+    R::UnsupportedOpcode,
+];
+
+/// Counters besides the drop reasons.
+const PLAIN: usize = 12;
+
+/// Every counter, in a fixed order.
+fn fields(c: &EngineCounters) -> [u64; PLAIN + R::COUNT] {
+    let mut v = [0; PLAIN + R::COUNT];
+    let plain = [
+        c.rx_frames,
+        c.rx_not_epic,
+        c.tx_frames,
+        c.rx_control,
+        c.invocations_installed,
+        c.rx_data,
+        c.rx_acks,
+        c.aggregations,
+        c.tx_retransmits,
+        c.timeouts,
+        c.tx_naks,
+        c.tx_cnps,
+    ];
+    for (i, x) in plain
+        .into_iter()
+        .chain(R::ALL.iter().map(|r| c.drops(*r)))
+        .enumerate()
+    {
+        v[i] = x;
+    }
+    v
+}
+
+fn monotone(before: &EngineCounters, after: &EngineCounters, op: &str) {
+    for (i, (b, a)) in fields(before).iter().zip(fields(after)).enumerate() {
+        assert!(
+            a >= *b,
+            "after {op}: counter #{i} went back from {b} to {a}"
+        );
+    }
+}
+
+/// What one frame handed in did to the counters and the disposition.
+pub(crate) fn check_frame(
+    before: &EngineCounters,
+    after: &EngineCounters,
+    disp: Disposition,
+    bytes: &[u8],
+    expect: Expect,
+    clean: bool,
+) {
+    monotone(before, after, "handle_frame");
+    let d = |f: fn(&EngineCounters) -> u64| f(after) - f(before);
+    let dr = |r: R| after.drops(r) - before.drops(r);
+    assert_eq!(d(|c| c.rx_frames), 1, "rx_frames counts every frame");
+    let pre: u64 = BEFORE_DISPATCH.iter().map(|r| dr(*r)).sum();
+    let class = d(|c| c.rx_not_epic) + d(|c| c.rx_acks) + d(|c| c.rx_control) + d(|c| c.rx_data);
+    assert_eq!(
+        class + pre,
+        1,
+        "a frame must be classified exactly once ({expect:?}): {:?}",
+        after.nonzero_drops().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        disp == Disposition::NotEpic,
+        d(|c| c.rx_not_epic) == 1,
+        "NotEpic and rx_not_epic disagree"
+    );
+    // Synthesized frames are for the switch unless `NotEpic` is expected.
+    let lax = (expect == Expect::Any).then(|| LaxFrame::parse(bytes));
+    if let Some(ip) = lax.and_then(|l| l.ipv4) {
+        if ip.dst != SWITCH_IP {
+            assert_eq!(
+                disp,
+                Disposition::NotEpic,
+                "a frame for {} was not handed back",
+                ip.dst
+            );
+        }
+    }
+    if disp == Disposition::NotEpic {
+        if let Ok(f) = RoceFrame::parse_verified(bytes) {
+            assert_ne!(
+                f.ipv4.dst, SWITCH_IP,
+                "a valid frame for the switch is NotEpic"
+            );
+        }
+    }
+    match expect {
+        Expect::Any => {}
+        Expect::NotEpic => assert_eq!(disp, Disposition::NotEpic, "frame for another IP"),
+        Expect::UnknownQp => assert_eq!(dr(R::UnknownQp), 1, "frame for an unknown QPN"),
+        Expect::WrongPort => assert_eq!(dr(R::WrongPort), 1, "frame on the wrong port"),
+        Expect::BadControl => assert_eq!(dr(R::BadControl), 1, "invalid control header"),
+        Expect::Unsupported => {
+            assert_eq!(
+                dr(R::UnsupportedOpcode),
+                1,
+                "SEND ONLY with immediate, no tag"
+            );
+        }
+        Expect::Ack => assert_eq!(d(|c| c.rx_acks), 1, "valid ACK/NAK not counted"),
+        Expect::Control { refused } => {
+            assert_eq!(d(|c| c.rx_control), 1, "valid control not counted");
+            if refused {
+                assert_eq!(
+                    d(|c| c.invocations_installed),
+                    0,
+                    "a control message the engine must refuse installed an invocation \
+                     (collective 5/6, quantized, root outside the group, or another group)"
+                );
+                assert_eq!(d(|c| c.aggregations), 0, "a refused control aggregated");
+            }
+        }
+        Expect::Data { inert } => {
+            assert_eq!(d(|c| c.rx_data), 1, "valid data not counted");
+            if inert && clean {
+                assert_eq!(
+                    d(|c| c.aggregations),
+                    0,
+                    "data of the wrong length or at a control PSN completed an aggregation"
+                );
+            }
+        }
+    }
+}
+
+impl Harness {
+    /// Checks one frame from `poll_transmit`.
+    pub(crate) fn check_emitted(&mut self, port: PortNo, frame: &[u8]) -> Out {
+        // `parse_verified` runs every check `parse_verified_transport` does,
+        // and judges control echoes too.
+        let f = match RoceFrame::parse_verified(frame) {
+            Ok(f) => f,
+            Err(e) => match RoceFrame::parse_verified_transport(frame) {
+                Ok(_) => panic!("poll_transmit emitted a frame parse_verified rejects: {e}"),
+                Err(e) => panic!("poll_transmit emitted a bad frame: {e} ({frame:02x?})"),
+            },
+        };
+        let epic = f.epic;
+        assert_eq!(f.eth.src, SWITCH_MAC, "Ethernet source");
+        assert_eq!(f.ipv4.src, SWITCH_IP, "IPv4 source");
+        let qp = f.bth.dest_qp;
+        let Some((ci, ep)) = self.ctxs.iter().enumerate().find_map(|(ci, c)| {
+            c.cfg
+                .endpoints
+                .iter()
+                .position(|e| e.remote_qpn == qp)
+                .map(|ep| (ci, ep))
+        }) else {
+            panic!(
+                "a frame to QPN {:#x}, which no endpoint's peer has",
+                qp.value()
+            );
+        };
+        let ctx = &self.ctxs[ci];
+        let e = ctx.ep(ep);
+        assert_eq!(port, e.port, "ctx {ci} ep {ep}: emitted on another port");
+        assert_eq!(
+            f.eth.dst, e.remote_mac,
+            "ctx {ci} ep {ep}: Ethernet destination"
+        );
+        assert_eq!(
+            f.ipv4.dst, e.remote_ip,
+            "ctx {ci} ep {ep}: IPv4 destination"
+        );
+        assert_eq!(f.udp.dst_port, ROCEV2_PORT);
+        assert_eq!(
+            f.udp.src_port,
+            rxe_udp_sport(e.local_qpn, e.remote_qpn),
+            "UDP source port"
+        );
+        let mode3 = ctx.cfg.mode == Mode::Augmented;
+        let psn = f.bth.psn;
+        if tracing() {
+            eprintln!(
+                "    out port {port} (ctx {ci} ep {ep}): {:?} psn {psn} ack_req {} aeth {:?} len {}",
+                f.bth.opcode,
+                f.bth.ack_req,
+                f.ext.aeth.map(|a| a.syndrome),
+                f.payload.len()
+            );
+        }
+        let kind = match f.bth.opcode {
+            Opcode::RcAcknowledge => {
+                let Some(a) = f.ext.aeth else {
+                    panic!("ACK without AETH");
+                };
+                assert!(f.payload.is_empty(), "ACK with payload");
+                Kind::Response(a.syndrome)
+            }
+            Opcode::Cnp => {
+                assert!(
+                    mode3 && self.eng.config().send_cnp && matches!(e.peer, Peer::Rank(_)),
+                    "CNP from a Mode II context, with CNPs off, or to a switch"
+                );
+                Kind::Cnp
+            }
+            Opcode::RcSendOnlyWithImmediate => {
+                assert!(
+                    is_epic_control(&f.bth, &f.ext),
+                    "SEND ONLY with imm, not EPIC"
+                );
+                let Some(h) = epic else {
+                    panic!("control echo without a header");
+                };
+                assert_eq!(f.payload.len(), EPIC_HEADER_LEN, "control echo length");
+                assert_eq!(h.group_id, ctx.cfg.group, "echo of another group's header");
+                assert_eq!(h.first_psn, psn.next(), "echo's first PSN");
+                assert!(!mode3 || f.bth.ack_req, "Mode III echo without AckReq");
+                if self.clean {
+                    match ctx.invs.iter().find(|i| i.c == psn) {
+                        Some(i) => {
+                            assert_eq!(h, i.h, "echo at {psn} differs from the header begun")
+                        }
+                        None => assert!(self.forgot, "echo at {psn}: no invocation begun there"),
+                    }
+                }
+                Kind::Control
+            }
+            Opcode::RcSendFirst
+            | Opcode::RcSendMiddle
+            | Opcode::RcSendLast
+            | Opcode::RcSendOnly => {
+                let u = usize::from(ctx.cfg.max_payload);
+                assert!(
+                    f.payload.len() <= u || allowed("oversize"),
+                    "ctx {ci}: data payload of {} bytes > U = {u}",
+                    f.payload.len()
+                );
+                assert!(!mode3 || f.bth.ack_req, "Mode III data without AckReq");
+                if self.clean {
+                    self.check_result(ci, ep, psn, f.payload);
+                }
+                Kind::Data
+            }
+            other => panic!("the switch sent {other:?}"),
+        };
+        if matches!(kind, Kind::Control | Kind::Data) {
+            self.last_out[ci][ep] = Some(psn);
+        }
+        Out { ci, ep, kind, psn }
+    }
+
+    /// A clean run's data carries the reduction of its pattern's inputs.
+    fn check_result(&self, ci: usize, ep: usize, psn: Psn, payload: &[u8]) {
+        let ctx = &self.ctxs[ci];
+        let Some(inv) = ctx.inv_of(psn) else {
+            assert!(
+                self.forgot,
+                "ctx {ci}: data at {psn} outside every invocation begun"
+            );
+            return;
+        };
+        let Some(block) = inv.h.block_of(psn) else {
+            panic!("ctx {ci}: data at {psn}, the control PSN of {:?}", inv.h);
+        };
+        match ctx.expected(&inv, block, ep) {
+            Expected::Bytes(want) => assert!(
+                payload == want.as_slice(),
+                "ctx {ci}: wrong result at {psn} (block {block}) toward ep {ep} for {:?}:\n \
+                 got  {payload:02x?}\n want {want:02x?}",
+                inv.h
+            ),
+            Expected::Unchecked => {}
+            Expected::Never => panic!(
+                "ctx {ci}: data at {psn} (block {block}) toward ep {ep}, which {:?} never sends it to",
+                inv.h
+            ),
+        }
+    }
+
+    /// The invariants that hold between operations.
+    pub(crate) fn check(&mut self, op: &str) {
+        let c = self.eng.counters().clone();
+        assert_eq!(c.rx_frames, self.rx_frames, "after {op}: rx_frames");
+        assert_eq!(c.tx_frames, self.tx_frames, "after {op}: tx_frames");
+        monotone(&self.seen, &c, op);
+        assert_eq!(
+            self.eng.arena_used(),
+            self.arena,
+            "after {op}: arena_used changed"
+        );
+        assert_eq!(
+            self.eng.contexts().len(),
+            self.ctxs.len(),
+            "after {op}: contexts"
+        );
+        if let Some(d) = self.eng.poll_timeout() {
+            assert!(d > self.now, "after {op}: deadline {d} <= now {}", self.now);
+            assert!(
+                self.ctxs.iter().any(|c| c.cfg.mode == Mode::Augmented),
+                "after {op}: a timer without a Mode III context"
+            );
+        }
+        self.seen = c;
+    }
+
+    pub(crate) fn trace_state(&self, op: &str) {
+        if !tracing() {
+            return;
+        }
+        let c = self.eng.counters();
+        eprintln!(
+            "{op}: now={} clean={} timer={:?} rx={} tx={} ctl={} inst={} data={} acks={} aggr={} \
+             rexmit={} timeouts={} naks={} drops={:?}",
+            self.now,
+            self.clean,
+            self.eng.poll_timeout(),
+            c.rx_frames,
+            c.tx_frames,
+            c.rx_control,
+            c.invocations_installed,
+            c.rx_data,
+            c.rx_acks,
+            c.aggregations,
+            c.tx_retransmits,
+            c.timeouts,
+            c.tx_naks,
+            c.nonzero_drops().collect::<Vec<_>>()
+        );
+    }
+
+    /// Replays every call into a clone of the freshly installed engine:
+    /// the same outcomes and the same final state. [ENG-001]
+    pub(crate) fn finish(&mut self) {
+        let mut e = self.initial.clone();
+        let mut buf = vec![0u8; self.tx_buf.len()];
+        for (i, (ev, want)) in self.log.iter().enumerate() {
+            let got = match ev {
+                Event::Frame { now, port, bytes } => digest(&e.handle_frame(*now, *port, bytes)),
+                Event::Poll { now, len } => match e.poll_transmit(*now, &mut buf[..*len]) {
+                    Some((port, n)) => digest(&(port, &buf[..n])),
+                    None => digest(&()),
+                },
+                Event::Timeout { now } => {
+                    e.handle_timeout(*now);
+                    0
+                }
+            };
+            assert_eq!(got, *want, "replay: event {i} has another outcome");
+        }
+        assert!(e == self.eng, "replay: the final state differs");
+        if tracing() {
+            eprintln!("replayed {} events: identical", self.log.len());
+        }
+    }
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Writes the handcrafted seeds of the `inc_engine` fuzz target into
+fuzz/seeds/inc_engine/. The byte layout is documented in
+fuzz_targets/inc_engine/ (`Harness::new` in setup.rs, `Harness::step` in
+ops.rs and each operation). Every seed runs complete invocations: control
+messages from every rank, the echo, data from every sender and the peers'
+ACKs, so that the fuzzer starts from deep engine states; check with
+INC_TRACE=1 that the last line shows aggr > 0.
+
+Run from anywhere: python3 fuzz/gen_inc_engine_seeds.py
+(--oversize: write the reproducers of OVERSIZE to fuzz/artifacts/inc_engine/)
+"""
+import os
+import struct
+import sys
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seeds", "inc_engine")
+
+# Operation numbers (`op % 11`).
+BEGIN, CONTROL, DATA, ACK, PUMP, TRANSMIT, TIME, RAW, MUTATE, REPLAY, MISDELIVER = range(11)
+
+ALL_REDUCE, REDUCE, BROADCAST, BARRIER = range(4)
+SUM, MIN, MAX = 0, 1, 2
+INT32, FP32, FP16, BF16 = range(4)
+# Setup: U index (PAYLOADS in setup.rs).
+U256, U1024, U64, U4096 = range(4)
+STAR, LEAF, ROOT_OVER_CHILD = 0, 2, 3
+
+
+def u16(v):
+    return struct.pack(">H", v)
+
+
+def setup(mode3, k, slots_exp=2, repro=False, u=U256, queue=0, cnp=False, topo=STAR,
+          psn=(0, 0), timeout=0, second=None):
+    """slots: N = 4 << slots_exp. psn: (selector, low) as `Cursor::psn`
+    reads it (1: just below the 2^24 wrap). second: None or (other_mode,
+    k2, wrap_steps) for a second context."""
+    b0 = (1 if mode3 else 0) | ((k - 2) << 1) | (slots_exp << 4) | (0x80 if repro else 0)
+    b1 = u | (queue << 3) | (0x20 if cnp else 0) | (topo << 6)
+    b4 = timeout
+    b5 = 0
+    if second is not None:
+        other, k2, wrap = second
+        b4 |= 4 | (8 if other else 0) | ((k2 - 2) << 4)
+        b5 = wrap
+    return bytes([b0, b1, *psn, b4, b5])
+
+
+def begin(coll, op=SUM, dtype=INT32, packets=4, size_sel=0, last=255, root=0,
+          repro=False, ctx=0, jump=0):
+    sel = coll | (op << 2) | (dtype << 4) | (0x40 if repro else 0) | (0x80 if ctx else 0)
+    count = 0 if packets == 0 else packets - 1
+    return bytes([BEGIN, sel, count, size_sel, last, root, jump])
+
+
+def controls(ctx=0, ep=15, variant=0, arg=0):
+    """Control messages from endpoint `ep` (15: every child)."""
+    return bytes([CONTROL, ep | (0x80 if ctx else 0), variant, arg])
+
+
+def data_all(ctx=0, ep=15, variant=0, arg=0):
+    """Every block from endpoint `ep` (15: every sender)."""
+    return bytes([DATA, ep | 0x10 | (0x80 if ctx else 0), 0, variant, arg])
+
+
+def data_one(ep, block, ctx=0, variant=0, arg=0):
+    return bytes([DATA, ep | (0x80 if ctx else 0), block, variant, arg])
+
+
+def ack(ep, psn_sel=1, syn=0, arg=0, ctx=0):
+    return bytes([ACK, ep | (0x80 if ctx else 0), psn_sel, syn, arg])
+
+
+def pump(rounds=16, timers=True):
+    return bytes([PUMP, (rounds - 1) | (0x80 if timers else 0)])
+
+
+def transmit(n=0):
+    return bytes([TRANSMIT, n])
+
+
+def advance(sel=2, v=0):
+    """sel 2: to the earliest deadline; 3: just before it; 0 ns, 1 us, 4 ms."""
+    return bytes([TIME, sel]) + u16(v)
+
+
+def invocation(coll, ctx=0, **kw):
+    """Begin, controls from every rank, the echo, data from every sender,
+    ACKs: one complete invocation."""
+    b = begin(coll, ctx=ctx, **kw) + controls(ctx) + pump()
+    if coll != BARRIER:
+        b += data_all(ctx) + pump()
+    return b
+
+
+SEEDS = {
+    "allreduce_m2": setup(False, 4) + invocation(ALL_REDUCE, packets=4)
+    + invocation(ALL_REDUCE, op=MAX, packets=2, size_sel=4),
+    "allreduce_m3": setup(True, 4, slots_exp=2) + invocation(ALL_REDUCE, packets=4)
+    + invocation(ALL_REDUCE, op=MIN, dtype=FP32, packets=3),
+    "reduce_m2": setup(False, 3) + invocation(REDUCE, op=MAX, root=1, packets=3),
+    "reduce_m3_repro": setup(True, 5, slots_exp=3, repro=True)
+    + invocation(REDUCE, root=2, packets=5, repro=True),
+    "broadcast_m2": setup(False, 3) + invocation(BROADCAST, dtype=FP16, root=0, packets=3),
+    "broadcast_m3": setup(True, 6, slots_exp=1, u=U1024)
+    + invocation(BROADCAST, dtype=FP32, root=3, packets=6),
+    "barrier_two_contexts": setup(False, 3, second=(True, 4, 1))
+    + invocation(BARRIER) + invocation(BARRIER, ctx=1)
+    + invocation(ALL_REDUCE, ctx=1, packets=2) + invocation(ALL_REDUCE, packets=2),
+    # PSNs start 2 below the wrap; 8 packets through a window of 4 slots.
+    "allreduce_m3_wrap": setup(True, 3, slots_exp=0, psn=(1, 1))
+    + invocation(ALL_REDUCE, packets=8, size_sel=3) + pump(),
+    # A leaf under a parent switch: the harness's parent echoes.
+    "leaf_m3": setup(True, 6, topo=LEAF) + invocation(ALL_REDUCE, packets=3)
+    + invocation(BROADCAST, root=5, packets=2),
+    "root_over_child_m2": setup(False, 5, topo=ROOT_OVER_CHILD)
+    + invocation(ALL_REDUCE, packets=2) + invocation(REDUCE, root=4, packets=2),
+    # Controls the engine must refuse (collective 5 and 6, a root outside
+    # the group, quantized, another group, an invalid header, no EPIC tag),
+    # then loss and recovery in Mode III: rank 1's block 1 arrives with the
+    # wrong length, the switch NAKs, the rank goes back; a replay, a
+    # mutation, a frame on the wrong port; the retransmission timer.
+    "faults_m3": setup(True, 3, slots_exp=2, cnp=True, timeout=1)
+    + begin(ALL_REDUCE, packets=3)
+    + controls(ep=0, variant=9) + controls(ep=1, variant=10) + controls(ep=2, variant=12, arg=1)
+    + controls(ep=0, variant=11) + controls(ep=1, variant=8) + controls(ep=2, variant=13)
+    + controls(ep=0, variant=14) + controls() + pump()
+    + data_one(0, 0) + data_one(0, 1) + data_one(0, 2) + data_one(1, 0) + data_one(1, 2)
+    + data_one(2, 0) + data_one(2, 1) + data_one(2, 2)
+    + data_one(1, 1, variant=5 << 3, arg=4)
+    + bytes([REPLAY, 3]) + bytes([MUTATE, 2, 1]) + u16(40) + bytes([0x55])
+    + bytes([MISDELIVER, 1, 0, 3])
+    + pump(timers=False) + transmit(1) + advance(3) + advance(2) + pump(),
+    # Mode II with a tiny output queue and RNR / NAK responses.
+    "faults_m2": setup(False, 4, queue=1) + begin(ALL_REDUCE, packets=4) + controls() + pump()
+    + data_all() + transmit(2) + ack(0, syn=4) + ack(1, syn=5 | (3 << 3)) + pump()
+    + data_all() + pump(),
+}
+
+
+# Reproducers of an open engine issue (not seeds: they fail the target): a
+# control message announcing 260 payload bytes per packet on a context
+# with U = 256 is accepted; the engine then sends 260-byte payloads (Mode
+# II AllReduce, Mode III Reduce) or completes the aggregation and never
+# hands it to the Down pipe, with no timer armed (Mode III AllReduce).
+OVERSIZE = {
+    "oversize-mode2-allreduce": setup(False, 2)
+    + begin(ALL_REDUCE, packets=1, size_sel=5, last=64) + controls() + data_all() + transmit(),
+    "oversize-mode3-reduce": setup(True, 2)
+    + begin(REDUCE, packets=1, size_sel=5, root=1, last=64) + controls() + pump()
+    + data_all() + transmit(),
+    "oversize-mode3-allreduce-stall": setup(True, 2)
+    + begin(ALL_REDUCE, packets=1, size_sel=5, last=64) + controls() + pump()
+    + data_all() + pump(),
+}
+
+
+def write(out, inputs):
+    os.makedirs(out, exist_ok=True)
+    for name, data in inputs.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    print(f"wrote {len(inputs)} inputs to {out}")
+
+
+def main():
+    if "--oversize" in sys.argv[1:]:
+        write(os.path.normpath(os.path.join(OUT, "..", "..", "artifacts", "inc_engine")), OVERSIZE)
+    else:
+        write(OUT, SEEDS)
+
+
+if __name__ == "__main__":
+    main()
