@@ -72,8 +72,9 @@ def ack(ep, psn_sel=1, syn=0, arg=0, ctx=0):
     return bytes([ACK, ep | (0x80 if ctx else 0), psn_sel, syn, arg])
 
 
-def pump(rounds=16, timers=True):
-    return bytes([PUMP, (rounds - 1) | (0x80 if timers else 0)])
+def pump(rounds=16, timers=True, loss=0):
+    """loss L > 0: every (L + 1)-th frame the switch sends is lost."""
+    return bytes([PUMP, (rounds - 1) | (loss << 4) | (0x80 if timers else 0)])
 
 
 def transmit(n=0):
@@ -99,10 +100,10 @@ SEEDS = {
     + invocation(ALL_REDUCE, op=MAX, packets=2, size_sel=4),
     "allreduce_m3": setup(True, 4, slots_exp=2) + invocation(ALL_REDUCE, packets=4)
     + invocation(ALL_REDUCE, op=MIN, dtype=FP32, packets=3),
-    "reduce_m2": setup(False, 3) + invocation(REDUCE, op=MAX, root=1, packets=3),
+    "reduce_broadcast_m2": setup(False, 3) + invocation(REDUCE, op=MAX, root=1, packets=3)
+    + invocation(BROADCAST, dtype=FP16, root=0, packets=3),
     "reduce_m3_repro": setup(True, 5, slots_exp=3, repro=True)
     + invocation(REDUCE, root=2, packets=5, repro=True),
-    "broadcast_m2": setup(False, 3) + invocation(BROADCAST, dtype=FP16, root=0, packets=3),
     "broadcast_m3": setup(True, 6, slots_exp=1, u=U1024)
     + invocation(BROADCAST, dtype=FP32, root=3, packets=6),
     "barrier_two_contexts": setup(False, 3, second=(True, 4, 1))
@@ -132,6 +133,10 @@ SEEDS = {
     + bytes([REPLAY, 3]) + bytes([MUTATE, 2, 1]) + u16(40) + bytes([0x55])
     + bytes([MISDELIVER, 1, 0, 3])
     + pump(timers=False) + transmit(1) + advance(3) + advance(2) + pump(),
+    # Mode III with lossy links: every third frame from the switch is lost;
+    # NAKs and the retransmission timer recover.
+    "lossy_m3": setup(True, 4, slots_exp=2, timeout=1) + begin(ALL_REDUCE, packets=6)
+    + controls() + pump(loss=2) + data_all() + pump(loss=2) + pump(),
     # Mode II with a tiny output queue and RNR / NAK responses.
     "faults_m2": setup(False, 4, queue=1) + begin(ALL_REDUCE, packets=4) + controls() + pump()
     + data_all() + transmit(2) + ack(0, syn=4) + ack(1, syn=5 | (3 << 3)) + pump()

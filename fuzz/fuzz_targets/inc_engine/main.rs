@@ -59,12 +59,12 @@
 //!   emitted frame and the final state must be identical. [ENG-001]
 //!
 //! # Knobs
-//! - `INC_ALLOW=oversize` skips the "data payload at most U" check: the
-//!   engine accepts a control message whose payload bytes per packet
-//!   exceed the context's U, and then sends such payloads (Mode II, Mode
-//!   III Reduce) or never hands the result to the Down pipe (Mode III
-//!   AllReduce); reproducers are written by `gen_inc_engine_seeds.py
-//!   --oversize`.
+//! - `INC_ALLOW=oversize` skips the "data payload at most U" check. The
+//!   fuzzer found that the engine accepted a control message whose payload
+//!   bytes per packet exceed the context's U and then sent such payloads
+//!   (Mode II, Mode III Reduce) or stalled (Mode III AllReduce); the engine
+//!   now refuses such invocations ([CTL-013]) and the reproducers
+//!   (`gen_inc_engine_seeds.py --oversize`) pass without the knob.
 //! - `INC_PITFALL=1` installs the engine's deliberately wrong Mode III
 //!   recycling (paper Figure 6): a self-test, the result check must fire
 //!   within seconds.

@@ -208,16 +208,25 @@ impl Harness {
         }
     }
 
-    /// PUMP: well-behaved peers for up to 1 + byte 0 bits 0..3 rounds; bit
-    /// 7: when nothing moves, advance to the next deadline and fire it.
-    /// Each round drains the switch; then every peer acknowledges the last
-    /// request it got, a parent switch answers what went up with its
-    /// AllReduce echo, and a peer NAKed for a sequence error goes back to
-    /// the NAK's PSN and sends again (up to N PSNs).
+    /// PUMP: well-behaved peers for up to 1 + byte 0 bits 0..3 rounds; bits
+    /// 4..6 (L > 0): the links lose every (L + 1)-th frame the switch
+    /// sends; bit 7: when nothing moves, advance to the next deadline and
+    /// fire it. Each round drains the switch; then every peer acknowledges
+    /// the last request it got, a parent switch answers what went up with
+    /// its AllReduce echo, and a peer NAKed for a sequence error goes back
+    /// to the NAK's PSN and sends again (up to N PSNs).
     pub(crate) fn pump(&mut self, cur: &mut Cursor<'_>) {
         let arg = cur.u8();
+        let loss = usize::from((arg >> 4) & 7);
         for _ in 0..=(arg & 15) {
-            let out = self.drain(0, usize::MAX);
+            let mut out = self.drain(0, usize::MAX);
+            if loss > 0 {
+                let mut i = 0;
+                out.retain(|_| {
+                    i += 1;
+                    i % (loss + 1) != 0
+                });
+            }
             if out.is_empty() {
                 match self.eng.poll_timeout() {
                     Some(d) if arg & 0x80 != 0 => {
