@@ -445,39 +445,54 @@ fn ack_setup(d: u16, mode: Mode) -> (Star, Vec<Vec<u8>>) {
     (star, acks)
 }
 
+/// Times ACKs fed one by one from `items` (rank of item i: i mod D),
+/// starting again from a clone of `fresh` when they run out, and checks
+/// each produced `out` frames.
+fn time_acks<T>(
+    b: &mut criterion::Bencher<'_>,
+    fresh: &Star,
+    items: &[T],
+    out: usize,
+    feed: impl Fn(&mut Star, u16, &T) -> usize,
+) -> Star {
+    let d = usize::from(fresh.d);
+    let mut star = fresh.clone();
+    let mut at = 0usize;
+    b.iter_custom(|iters| {
+        let mut total = StdDuration::ZERO;
+        let mut left = iters as usize;
+        while left > 0 {
+            if at == items.len() {
+                star = fresh.clone();
+                at = 0;
+            }
+            let n = left.min(items.len() - at);
+            let t = StdInstant::now();
+            let mut frames = 0;
+            for (i, a) in items[at..at + n].iter().enumerate() {
+                frames += feed(&mut star, ((at + i) % d) as u16, a);
+            }
+            total += t.elapsed();
+            assert_eq!(frames, n * out, "ACK path output");
+            at += n;
+            left -= n;
+        }
+        total
+    });
+    star
+}
+
 fn ack_bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("ack");
     group.throughput(Throughput::Elements(1));
     for (label, mode) in [("mode2", Mode::Translated), ("mode3", Mode::Augmented)] {
         for d in FANINS {
             let (fresh, acks) = ack_setup(d, mode);
-            let mut star = fresh.clone();
-            let mut at = 0usize;
             let out = if mode == Mode::Translated { 1 } else { 0 };
             group.bench_function(BenchmarkId::new(label, d), |b| {
-                b.iter_custom(|iters| {
-                    let mut total = StdDuration::ZERO;
-                    let mut left = iters as usize;
-                    while left > 0 {
-                        if at == acks.len() {
-                            star = fresh.clone();
-                            at = 0;
-                        }
-                        let n = left.min(acks.len() - at);
-                        let t = StdInstant::now();
-                        let mut frames = 0;
-                        for (i, a) in acks[at..at + n].iter().enumerate() {
-                            frames += star.feed_one(((at + i) % usize::from(d)) as u16, a);
-                        }
-                        total += t.elapsed();
-                        assert_eq!(frames, n * out, "ACK path output");
-                        at += n;
-                        left -= n;
-                    }
-                    total
-                })
+                let star = time_acks(b, &fresh, &acks, out, |s, r, a| s.feed_one(r, a));
+                star.assert_no_drops();
             });
-            star.assert_no_drops();
         }
     }
     // The engine's own work on an ACK, for a driver (or NIC) that has
@@ -492,33 +507,11 @@ fn ack_bench(c: &mut Criterion) {
                 .iter()
                 .map(|a| RoceFrame::parse_verified(a).unwrap())
                 .collect();
-            let mut star = fresh.clone();
-            let mut at = 0usize;
             let out = if mode == Mode::Translated { 1 } else { 0 };
             group.bench_function(BenchmarkId::new(label, d), |b| {
-                b.iter_custom(|iters| {
-                    let mut total = StdDuration::ZERO;
-                    let mut left = iters as usize;
-                    while left > 0 {
-                        if at == parsed.len() {
-                            star = fresh.clone();
-                            at = 0;
-                        }
-                        let n = left.min(parsed.len() - at);
-                        let t = StdInstant::now();
-                        let mut frames = 0;
-                        for (i, a) in parsed[at..at + n].iter().enumerate() {
-                            frames += star.feed_verified(((at + i) % usize::from(d)) as u16, a);
-                        }
-                        total += t.elapsed();
-                        assert_eq!(frames, n * out, "ACK path output");
-                        at += n;
-                        left -= n;
-                    }
-                    total
-                })
+                let star = time_acks(b, &fresh, &parsed, out, |s, r, a| s.feed_verified(r, a));
+                star.assert_no_drops();
             });
-            star.assert_no_drops();
         }
     }
     // The floor under both: parsing and verifying one ACK frame (IPv4

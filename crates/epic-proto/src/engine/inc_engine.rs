@@ -205,20 +205,13 @@ impl IncEngine {
         self.arena_used = self.arena_used.saturating_sub(ctx.footprint().total());
         let index = u16::try_from(index).unwrap_or(u16::MAX);
         self.table.remove_context(index);
-        self.work.remove_context(index);
-        for c in &mut self.contexts {
-            for e in &mut c.eps {
-                e.listed = false;
-            }
-        }
-        // Re-list everything; stale entries are harmless.
+        // Context indices after it shift: re-list every endpoint (an
+        // endpoint with nothing to send is simply skipped when polled).
         self.work.clear();
         for (ci, c) in self.contexts.iter_mut().enumerate() {
             let ci = u16::try_from(ci).unwrap_or(u16::MAX);
             for (ei, e) in c.eps.iter_mut().enumerate() {
-                if self.work.push(ci, u16::try_from(ei).unwrap_or(u16::MAX)) {
-                    e.listed = true;
-                }
+                e.listed = self.work.push(ci, u16::try_from(ei).unwrap_or(u16::MAX));
             }
         }
         Ok(())

@@ -418,9 +418,7 @@ impl Context {
                         psn: if from.is_before(psn) { from } else { psn },
                         msn: aeth.msn,
                     };
-                    if from.is_after(inv.node_ack) || from == inv.node_ack.next() {
-                        self.deliver2(io, slot, s, fwd);
-                    }
+                    self.deliver2(io, slot, s, fwd);
                     return;
                 }
                 if let Some(node) = node {

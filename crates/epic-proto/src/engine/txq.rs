@@ -125,11 +125,6 @@ impl WorkList {
         v
     }
 
-    pub(crate) fn remove_context(&mut self, ctx: u16) {
-        let _ = ctx;
-        self.clear();
-    }
-
     pub(crate) fn clear(&mut self) {
         self.head = 0;
         self.len = 0;
