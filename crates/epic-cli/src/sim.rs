@@ -22,7 +22,7 @@ use netsim::{Direction, LinkConfig};
 
 use args::{
     parse_gbps, parse_latency_us, parse_probability, parse_size, parse_topology, CollectiveArg,
-    DtypeArg, Format, LossDir, ModeArg, MtuArg, OpArg,
+    DtypeArg, Format, LossDir, ModeArg, MtuArg, OpArg, QpsArg,
 };
 use case::{Case, Mismatch};
 use report::{Row, RunStats, Setup};
@@ -104,6 +104,9 @@ pub(crate) struct SimArgs {
     /// Mode III switch retransmission timeout, µs.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     switch_timeout_us: u64,
+    /// PSN alignment: one resynced QP per rank, or 2K + 1 per-pattern QPs.
+    #[arg(long, value_enum, default_value = "resync")]
+    qps: QpsArg,
     /// Simulated time a call may take before it counts as failed, ms.
     /// Timers far below the window's drain time can cause retransmission
     /// storms that take very long to simulate; this bounds them.
@@ -281,6 +284,7 @@ fn cluster_config(args: &SimArgs, mode: Mode, seed: u64) -> ClusterConfig {
     cfg.message_packets = args.message_packets;
     cfg.host_timeout = args.host_timeout;
     cfg.switch_timeout = Duration::from_micros(args.switch_timeout_us);
+    cfg.per_pattern = args.qps == QpsArg::PerPattern;
     cfg
 }
 
@@ -330,10 +334,12 @@ fn stats(cluster: &Cluster) -> RunStats {
     for (_, node) in cluster.sim.nodes() {
         match node {
             IncNode::Host(h) => {
-                let c = h.rank.qp().counters();
-                s.host_timeouts += c.timeouts as f64;
-                s.host_retransmits += c.tx_retransmits as f64;
-                s.host_naks_received += c.rx_seq_naks as f64;
+                for (_, qp) in h.rank.qps() {
+                    let c = qp.counters();
+                    s.host_timeouts += c.timeouts as f64;
+                    s.host_retransmits += c.tx_retransmits as f64;
+                    s.host_naks_received += c.rx_seq_naks as f64;
+                }
             }
             IncNode::Switch(e) => {
                 let c = e.counters();
@@ -440,6 +446,7 @@ fn setup(args: &SimArgs, links: usize) -> Setup {
         message_packets: args.message_packets,
         host_timeout: args.host_timeout,
         switch_timeout_us: args.switch_timeout_us,
+        qps: args.qps.name(),
     }
 }
 
@@ -452,7 +459,7 @@ fn describe(args: &SimArgs, setup: &Setup) -> String {
         LossDir::Down => "downward",
     };
     format!(
-        "# epic sim: {} ({} ranks), {} Gbit/s, {} us links, queue {} frames, MTU {}; loss {} on {lossy} of {links} links ({dir}), reorder {}, dup {}; W={} M={} host timeout t={} ({:.1} us), switch timeout {} us; {} iteration(s) from seed {}",
+        "# epic sim: {} ({} ranks), {} Gbit/s, {} us links, queue {} frames, MTU {}; loss {} on {lossy} of {links} links ({dir}), reorder {}, dup {}; W={} M={} host timeout t={} ({:.1} us), switch timeout {} us; {} QPs; {} iteration(s) from seed {}",
         args.topology,
         args.topology.ranks(),
         args.link_gbps,
@@ -467,6 +474,7 @@ fn describe(args: &SimArgs, setup: &Setup) -> String {
         args.host_timeout,
         4.096 * f64::from(1u32 << args.host_timeout.min(31)),
         args.switch_timeout_us,
+        args.qps.name(),
         args.iters,
         args.seed,
     )

@@ -139,6 +139,34 @@ fn every_collective_under_loss_is_verified() {
     }
 }
 
+/// `--qps per-pattern` runs every collective over 2K + 1 per-pattern QPs
+/// per rank, verified, under loss. [CTL-050]
+#[test]
+fn per_pattern_qps_are_verified() {
+    let out = epic_sim(&[
+        "--mode",
+        "all",
+        "--collective",
+        "all",
+        "--topology",
+        "tree-3-2",
+        "--sizes",
+        "8K",
+        "--loss",
+        "0.02",
+        "--qps",
+        "per-pattern",
+        "--format",
+        "json",
+    ]);
+    let rows = json_rows(&out);
+    assert_eq!(rows.len(), 12);
+    for r in &rows {
+        assert_eq!(r["verified"], true);
+        assert_eq!(r["setup"]["qps"], "per-pattern");
+    }
+}
+
 #[test]
 fn table_format_has_a_header_and_one_line_per_point() {
     let out = epic_sim(&["--mode", "2", "--topology", "tree-2-2", "--sizes", "4K,8K"]);

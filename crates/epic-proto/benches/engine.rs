@@ -49,7 +49,7 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use epic_proto::engine::{
     ContextConfig, EndpointConfig, EngineConfig, EngineDropReason, IncEngine, Mode, Peer, PipeId,
-    FRAME_OVERHEAD,
+    PsnAlignment, FRAME_OVERHEAD,
 };
 use epic_proto::wire::{
     AethRepr, BthRepr, Collective, DataType, Dscp, Ecn, EpicFlags, EpicHeaderRepr, EtherType,
@@ -112,6 +112,7 @@ fn context(d: u16, mode: Mode) -> ContextConfig {
         slots: SLOTS,
         max_payload: PAYLOAD as u16,
         reproducible: false,
+        alignment: PsnAlignment::Resync,
     }
 }
 

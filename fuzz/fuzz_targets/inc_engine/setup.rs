@@ -1,6 +1,6 @@
 //! The Harness: the engine and its contexts, from the first input bytes.
 
-use epic_proto::engine::{Pitfall, FRAME_OVERHEAD};
+use epic_proto::engine::{Pitfall, PsnAlignment, FRAME_OVERHEAD};
 use epic_proto::Duration;
 
 use super::*;
@@ -98,6 +98,7 @@ impl Harness {
                 slots,
                 max_payload: PAYLOADS[usize::from(b1 & 7)],
                 reproducible: b0 & 0x80 != 0,
+                alignment: PsnAlignment::Resync,
             },
             start,
         )];
@@ -116,6 +117,7 @@ impl Harness {
                     slots: 8,
                     max_payload: 256,
                     reproducible: b0 & 0x80 == 0,
+                    alignment: PsnAlignment::Resync,
                 },
                 Psn::ZERO.sub(3 * u32::from(b5)),
             ));

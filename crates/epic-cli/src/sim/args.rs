@@ -159,6 +159,25 @@ impl MtuArg {
     }
 }
 
+/// `--qps`: how ranks keep their QPs at the group's PSNs. [CTL-040] [CTL-050]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum QpsArg {
+    /// One QP per rank, resynced to the group PSN after every invocation.
+    Resync,
+    /// One QP per rank and one context per switch for each of the 2K + 1
+    /// traffic patterns; PSNs never move (what a verbs NIC needs).
+    PerPattern,
+}
+
+impl QpsArg {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            QpsArg::Resync => "resync",
+            QpsArg::PerPattern => "per-pattern",
+        }
+    }
+}
+
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {

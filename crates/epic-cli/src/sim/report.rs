@@ -88,6 +88,8 @@ pub(crate) struct Setup {
     pub(crate) host_timeout: u8,
     /// Mode III switch retransmission timeout, µs.
     pub(crate) switch_timeout_us: u64,
+    /// PSN alignment: "resync" or "per-pattern".
+    pub(crate) qps: &'static str,
 }
 
 /// One (mode, collective, size) point, averaged over the iterations.

@@ -91,6 +91,87 @@ pub struct ContextConfig {
     /// Reserve per-child buffers so reproducible invocations can be served.
     /// [ENG-035]
     pub reproducible: bool,
+    /// How the ranks keep their QPs at the group's PSNs. [CTL-040] [CTL-050]
+    pub alignment: PsnAlignment,
+}
+
+/// How the ranks' QPs stay at the PSNs the switch expects. [CTL-040]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum PsnAlignment {
+    /// RoCE-refined: after each invocation every rank resyncs its QP to the
+    /// group PSN G; the context runs every collective. [CTL-040]
+    #[default]
+    Resync,
+    /// One context (and one QP per rank) per traffic pattern, 2K + 1 per
+    /// group: hosts never move their PSNs, as a verbs NIC cannot. The
+    /// context runs only its pattern (and Barrier); the switch translates
+    /// PSNs on the edges that carry only control messages. [CTL-050]
+    PerPattern(PatternBinding),
+}
+
+/// The one traffic pattern a per-pattern context carries. [CTL-050]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum PatternBinding {
+    /// AllReduce (and Barrier).
+    AllReduce,
+    /// Reduce toward this rank.
+    Reduce {
+        /// The root rank.
+        root: u16,
+    },
+    /// Broadcast from this rank.
+    Broadcast {
+        /// The root rank.
+        root: u16,
+    },
+}
+
+impl PatternBinding {
+    /// The 2K + 1 bindings of a K-rank group, in the order their contexts
+    /// are numbered: AllReduce, Reduce to 0 … K−1, Broadcast from 0 … K−1.
+    pub fn all(ranks: u16) -> impl Iterator<Item = PatternBinding> {
+        core::iter::once(PatternBinding::AllReduce)
+            .chain((0..ranks).map(|root| PatternBinding::Reduce { root }))
+            .chain((0..ranks).map(|root| PatternBinding::Broadcast { root }))
+    }
+
+    /// Position in [`PatternBinding::all`].
+    pub fn index(self, ranks: u16) -> usize {
+        match self {
+            PatternBinding::AllReduce => 0,
+            PatternBinding::Reduce { root } => 1 + usize::from(root),
+            PatternBinding::Broadcast { root } => 1 + usize::from(ranks) + usize::from(root),
+        }
+    }
+
+    /// The binding that carries one invocation of `collective` with `root`;
+    /// `None` for collectives no single invocation carries.
+    pub fn of(collective: crate::wire::Collective, root: u16) -> Option<PatternBinding> {
+        use crate::wire::Collective;
+        match collective {
+            Collective::AllReduce | Collective::Barrier => Some(PatternBinding::AllReduce),
+            Collective::Reduce => Some(PatternBinding::Reduce { root }),
+            Collective::Broadcast => Some(PatternBinding::Broadcast { root }),
+            _ => None,
+        }
+    }
+
+    /// Whether an invocation of `collective` with `root` may run on this
+    /// binding: its own pattern, or a Barrier (which carries no data).
+    pub fn admits(self, collective: crate::wire::Collective, root: u16) -> bool {
+        collective == crate::wire::Collective::Barrier
+            || PatternBinding::of(collective, root) == Some(self)
+    }
+
+    /// The root rank, if the pattern has one.
+    pub fn root(self) -> Option<u16> {
+        match self {
+            PatternBinding::AllReduce => None,
+            PatternBinding::Reduce { root } | PatternBinding::Broadcast { root } => Some(root),
+        }
+    }
 }
 
 /// The switch itself. [ENG-001]
@@ -162,3 +243,31 @@ pub const MAX_CONTEXT_ENDPOINTS: usize = 64;
 /// oldest. Hosts run one invocation at a time, so at most two are ever
 /// live on a switch. [CTL-020]
 pub const INVOCATION_SLOTS: usize = 4;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Collective;
+
+    /// [CTL-050] A K-rank group has 2K + 1 patterns, numbered in order;
+    /// each admits its own collective and Barrier.
+    #[test]
+    fn bindings_of_a_group() {
+        let all: Vec<PatternBinding> = PatternBinding::all(3).collect();
+        assert_eq!(all.len(), 7);
+        for (i, b) in all.iter().enumerate() {
+            assert_eq!(b.index(3), i);
+        }
+        let r1 = PatternBinding::Reduce { root: 1 };
+        assert!(r1.admits(Collective::Reduce, 1));
+        assert!(r1.admits(Collective::Barrier, 0));
+        assert!(!r1.admits(Collective::Reduce, 2));
+        assert!(!r1.admits(Collective::AllReduce, 0));
+        assert!(!PatternBinding::AllReduce.admits(Collective::Broadcast, 0));
+        assert_eq!(PatternBinding::of(Collective::AllGather, 0), None);
+        assert_eq!(
+            PatternBinding::of(Collective::Broadcast, 2),
+            Some(PatternBinding::Broadcast { root: 2 })
+        );
+    }
+}

@@ -5,10 +5,11 @@
 use alloc::vec::Vec;
 use core::mem::size_of;
 
-use super::config::{ContextConfig, Mode, INVOCATION_SLOTS};
+use super::alignment::Flow;
+use super::config::{ContextConfig, Mode, PatternBinding, PsnAlignment, INVOCATION_SLOTS};
 use super::endpoint::EndpointState;
 use super::inc_engine::{emit_cnp, emit_response, Io};
-use super::invocation::{Invocation, InvocationTable, PipeId, Shape};
+use super::invocation::{Invocation, InvocationTable, Pattern, PipeId, Shape};
 use super::modules::lookup_table::Entry;
 use super::pipe::Pipe;
 use crate::psn::Psn;
@@ -72,6 +73,31 @@ impl ContextFootprint {
     }
 }
 
+/// The control-only directions of a per-pattern context: inbound where
+/// the edge feeds no pipe under the pattern, outbound where it carries no
+/// pipe's output. [CTL-051]
+fn control_only(cfg: &ContextConfig, shape: Shape) -> [u64; 2] {
+    let PsnAlignment::PerPattern(b) = cfg.alignment else {
+        return [0, 0];
+    };
+    let route = |r: u16| cfg.route.get(usize::from(r)).copied().unwrap_or(u16::MAX);
+    let pattern = match b {
+        PatternBinding::AllReduce => Pattern::AllReduce,
+        PatternBinding::Reduce { root } => Pattern::ToEndpoint(route(root)),
+        PatternBinding::Broadcast { root } => Pattern::FromEndpoint(route(root)),
+    };
+    let mut masks = [0u64; 2];
+    for ep in 0..shape.eps.min(64) {
+        if shape.inbound(pattern, ep).is_none() {
+            masks[0] |= 1 << ep;
+        }
+        if shape.outbound(pattern, ep).is_none() {
+            masks[1] |= 1 << ep;
+        }
+    }
+    masks
+}
+
 fn raw_children(cfg: &ContextConfig) -> usize {
     if !cfg.reproducible {
         return 0;
@@ -95,6 +121,9 @@ pub struct Context {
     /// no slots (it replicates without state).
     pub(crate) pipes: [Pipe; 2],
     pub(crate) invs: InvocationTable,
+    /// Per-pattern contexts: the edges whose inbound (`[0]`) or outbound
+    /// (`[1]`) direction carries only control messages. [CTL-051]
+    pub(crate) control_only: [u64; 2],
 }
 
 impl Context {
@@ -113,7 +142,9 @@ impl Context {
             parent: cfg.parent,
         };
         let raw = raw_children(&cfg);
+        let control_only = control_only(&cfg, shape);
         Context {
+            control_only,
             shape,
             eps,
             pipes: [
@@ -136,6 +167,15 @@ impl Context {
         }
         for p in &mut self.pipes {
             p.psn_start = start;
+        }
+        self.invs.set_start_psn(start);
+    }
+
+    /// The pattern a per-pattern context is bound to.
+    pub(crate) fn binding(&self) -> Option<PatternBinding> {
+        match self.cfg.alignment {
+            PsnAlignment::Resync => None,
+            PsnAlignment::PerPattern(b) => Some(b),
         }
     }
 
@@ -198,6 +238,7 @@ impl Context {
     }
 
     pub(crate) fn handle_ack(&mut self, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) {
+        let psn = self.group_psn(ep, Flow::Out, psn);
         match self.cfg.mode {
             Mode::Translated => self.ack2(io, ep, psn, aeth),
             Mode::Augmented => self.ack3(io, ep, psn, aeth),
@@ -211,6 +252,13 @@ impl Context {
         f: &RoceFrame<'_>,
         h: &EpicHeaderRepr,
     ) {
+        let t;
+        let f = if self.control_only(ep, Flow::In) {
+            t = self.translated(ep, f);
+            &t
+        } else {
+            f
+        };
         match self.cfg.mode {
             Mode::Translated => self.control2(io, ep, f, h),
             Mode::Augmented => self.control3(io, ep, f, h),
@@ -219,10 +267,24 @@ impl Context {
 
     pub(crate) fn handle_data(&mut self, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
         io.counters.rx_data += 1;
+        let t;
+        let f = if self.control_only(ep, Flow::In) {
+            t = self.translated(ep, f);
+            &t
+        } else {
+            f
+        };
         match self.cfg.mode {
             Mode::Translated => self.data2(io, ep, f),
             Mode::Augmented => self.data3(io, ep, f),
         }
+    }
+
+    /// A request from edge `ep` with its PSN in group terms. [CTL-052]
+    fn translated<'a>(&self, ep: u16, f: &RoceFrame<'a>) -> RoceFrame<'a> {
+        let mut g = f.clone();
+        g.bth.psn = self.group_psn(ep, Flow::In, f.bth.psn);
+        g
     }
 
     /// Whether endpoint `ep` has something to send now.
@@ -243,6 +305,8 @@ impl Context {
             if r.syndrome.is_nak() {
                 io.counters.tx_naks += 1;
             }
+            let r = self.wire_response(ep, r);
+            let e = self.eps.get(usize::from(ep))?;
             return emit_response(io, &e.cfg, &r, buf);
         }
         if e.cnp {

@@ -7,7 +7,9 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::config::{ContextConfig, EngineConfig, Peer, PortNo, MAX_CONTEXT_ENDPOINTS};
+use super::config::{
+    ContextConfig, EngineConfig, Peer, PortNo, PsnAlignment, MAX_CONTEXT_ENDPOINTS,
+};
 use super::context::{Context, ContextFootprint};
 use super::counters::{EngineCounters, EngineDropReason};
 use super::error::InstallError;
@@ -417,6 +419,13 @@ fn validate(cfg: &ContextConfig, max_group: u16) -> Result<(), InstallError> {
         return Err(InstallError::Invalid {
             what: "route: needs one endpoint index per rank",
         });
+    }
+    if let PsnAlignment::PerPattern(b) = cfg.alignment {
+        if b.root().is_some_and(|r| r >= cfg.ranks) {
+            return Err(InstallError::Invalid {
+                what: "alignment: the pattern's root is not a rank of the group",
+            });
+        }
     }
     for (i, e) in cfg.endpoints.iter().enumerate() {
         if let Peer::Rank(k) = e.peer {

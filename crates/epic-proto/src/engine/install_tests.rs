@@ -38,6 +38,7 @@ fn star(group: u32, k: u16, mode: Mode, qpn_base: u32) -> ContextConfig {
         slots: 64,
         max_payload: 4096,
         reproducible: false,
+        alignment: PsnAlignment::Resync,
     }
 }
 
@@ -149,6 +150,16 @@ fn inconsistent_descriptions_are_refused() {
     let mut c = star(1, 4, Mode::Translated, 0x1000);
     c.max_payload = 5000;
     assert!(matches!(e.install(c), Err(InstallError::Invalid { .. })));
+    // [CTL-050] A per-pattern context's root must be a rank of the group.
+    let mut c = star(1, 4, Mode::Translated, 0x1000);
+    c.alignment = PsnAlignment::PerPattern(PatternBinding::Broadcast { root: 4 });
+    assert!(
+        matches!(e.install(c), Err(InstallError::Invalid { what }) if what.starts_with("alignment"))
+    );
+    let mut c = star(1, 4, Mode::Translated, 0x1000);
+    c.alignment = PsnAlignment::PerPattern(PatternBinding::Broadcast { root: 3 });
+    e.install(c).unwrap();
+    e.remove(GroupId(1)).unwrap();
     assert_eq!(e.arena_used(), 0);
     assert!(InstallError::GroupSize { ranks: 1, max: 64 }
         .to_string()

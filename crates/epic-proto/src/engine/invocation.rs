@@ -9,7 +9,7 @@
 //! collective's pattern. [CTL-015] [CTL-016]
 
 use super::aggregate::{ElemType, Op, Reduction};
-use super::config::{INVOCATION_SLOTS, MAX_CONTEXT_ENDPOINTS};
+use super::config::{PatternBinding, INVOCATION_SLOTS, MAX_CONTEXT_ENDPOINTS};
 use super::counters::EngineDropReason;
 use crate::psn::Psn;
 use crate::wire::{Collective, EpicHeaderRepr};
@@ -192,6 +192,10 @@ pub struct Invocation {
     pub control_psn: Psn,
     /// One past the last data PSN (`G`): where the next invocation starts.
     pub end: Psn,
+    /// Per-pattern contexts: the PSN the control message (and its echo)
+    /// carries on the wire of an edge that carries no data of the pattern
+    /// in that direction. Such edges use one PSN per invocation. [CTL-051]
+    pub rank_psn: Psn,
     /// Type and op, for collectives that reduce.
     pub reduction: Option<Reduction>,
     /// Endpoints whose control message for this invocation arrived here.
@@ -264,6 +268,8 @@ pub(crate) struct InvocationTable {
     slots: [Option<Invocation>; INVOCATION_SLOTS],
     /// Index of the newest entry.
     newest: usize,
+    /// Per-pattern contexts: the `rank_psn` of the next invocation. [CTL-051]
+    next_rank_psn: Psn,
 }
 
 /// What a control message does to the table.
@@ -280,7 +286,21 @@ impl InvocationTable {
         InvocationTable {
             slots: Default::default(),
             newest: 0,
+            next_rank_psn: Psn::ZERO,
         }
+    }
+
+    /// Sets where the group's PSNs start (no invocation installed yet).
+    pub(crate) fn set_start_psn(&mut self, start: Psn) {
+        self.next_rank_psn = start;
+    }
+
+    /// The installed invocations, newest first.
+    pub(crate) fn newest_first(&self) -> impl Iterator<Item = &Invocation> {
+        let newest = self.newest;
+        (0..INVOCATION_SLOTS)
+            .map(move |k| (newest + INVOCATION_SLOTS - k) % INVOCATION_SLOTS)
+            .map_while(|i| self.get(i))
     }
 
     pub(crate) fn get(&self, slot: usize) -> Option<&Invocation> {
@@ -303,17 +323,24 @@ impl InvocationTable {
         self.get(self.newest)
     }
 
-    /// Validates a control message from endpoint `ep`, sent with PSN `psn`,
-    /// against the table and installs its invocation when it is new.
-    /// `route` maps ranks to endpoints.
+    /// Validates a control message from endpoint `ep`, sent with (group)
+    /// PSN `psn`, against the table and installs its invocation when it is
+    /// new. `route` maps ranks to endpoints; a per-pattern context passes
+    /// its `binding`. [CTL-010]…[CTL-014] [CTL-050]
     pub(crate) fn control(
         &mut self,
         header: &EpicHeaderRepr,
         psn: Psn,
         ep: u16,
         route: &[u16],
+        binding: Option<PatternBinding>,
     ) -> Result<ControlOutcome, EngineDropReason> {
         let data_pattern = data_pattern(header, route)?;
+        if let Some(b) = binding {
+            if !b.admits(header.collective, header.root_rank) {
+                return Err(EngineDropReason::UnsupportedInvocation);
+            }
+        }
         if header.first_psn != psn.next() || header.flags.quantized {
             return Err(if header.flags.quantized {
                 EngineDropReason::UnsupportedInvocation
@@ -336,8 +363,9 @@ impl InvocationTable {
             return Ok(ControlOutcome::Known(slot));
         }
         if let Some(newest) = self.newest() {
-            // The new range must start at or after the newest one's end.
-            if psn.is_before(newest.end) {
+            // The new range must start at or after the newest one's end;
+            // exactly there when QPs never move their PSNs. [CTL-014] [CTL-051]
+            if psn.is_before(newest.end) || (binding.is_some() && psn != newest.end) {
                 return Err(EngineDropReason::ControlOutOfOrder);
             }
         }
@@ -352,6 +380,7 @@ impl InvocationTable {
             header: *header,
             control_psn: psn,
             end: psn.add(1 + header.packet_count),
+            rank_psn: self.next_rank_psn,
             reduction,
             control_seen: bit,
             data_pattern,
@@ -370,6 +399,7 @@ impl InvocationTable {
             *s = Some(inv);
         }
         self.newest = slot;
+        self.next_rank_psn = self.next_rank_psn.next();
         Ok(ControlOutcome::Installed(slot))
     }
 }
@@ -474,10 +504,13 @@ mod tests {
         let h = header(Collective::AllReduce, 1, 100, 4);
         let c = Psn::from_truncated(100);
         assert_eq!(
-            t.control(&h, c, 0, &route),
+            t.control(&h, c, 0, &route, None),
             Ok(ControlOutcome::Installed(0))
         );
-        assert_eq!(t.control(&h, c, 1, &route), Ok(ControlOutcome::Known(0)));
+        assert_eq!(
+            t.control(&h, c, 1, &route, None),
+            Ok(ControlOutcome::Known(0))
+        );
         let inv = t.get(0).unwrap();
         assert!(inv.control_from(0) && inv.control_from(1) && !inv.control_from(2));
         assert_eq!(inv.end, Psn::from_truncated(105));
@@ -486,18 +519,18 @@ mod tests {
         let mut other = h;
         other.element_count -= 1;
         assert_eq!(
-            t.control(&other, c, 2, &route),
+            t.control(&other, c, 2, &route, None),
             Err(EngineDropReason::ControlMismatch)
         );
         // A new invocation overlapping the old range is refused.
         let h2 = header(Collective::Barrier, 2, 103, 0);
         assert_eq!(
-            t.control(&h2, Psn::from_truncated(103), 0, &route),
+            t.control(&h2, Psn::from_truncated(103), 0, &route, None),
             Err(EngineDropReason::ControlOutOfOrder)
         );
         let h3 = header(Collective::Reduce, 2, 105, 2);
         assert_eq!(
-            t.control(&h3, Psn::from_truncated(105), 0, &route),
+            t.control(&h3, Psn::from_truncated(105), 0, &route, None),
             Ok(ControlOutcome::Installed(1))
         );
         assert_eq!(t.find(Psn::from_truncated(106)), Some(1));
@@ -511,7 +544,7 @@ mod tests {
         h.reduce_op = ReduceOp::Sum;
         let mut t = InvocationTable::new();
         assert_eq!(
-            t.control(&h, Psn::from_truncated(10), 0, &[0, 1]),
+            t.control(&h, Psn::from_truncated(10), 0, &[0, 1], None),
             Err(EngineDropReason::UnsupportedInvocation)
         );
     }
@@ -523,10 +556,56 @@ mod tests {
         let mut t = InvocationTable::new();
         for i in 0..6u32 {
             let h = header(Collective::Barrier, i, i, 0);
-            t.control(&h, Psn::from_truncated(i), 0, &route).unwrap();
+            t.control(&h, Psn::from_truncated(i), 0, &route, None)
+                .unwrap();
         }
         assert_eq!(t.find(Psn::from_truncated(1)), None);
         assert!(t.find(Psn::from_truncated(5)).is_some());
         assert!(t.find(Psn::from_truncated(2)).is_some());
+    }
+
+    /// [CTL-050] A per-pattern context runs its own pattern and Barrier
+    /// only. [CTL-051] Its invocations follow each other without a gap, and
+    /// each takes the next wire PSN of the control-only directions.
+    #[test]
+    fn bound_context_runs_its_pattern_only() {
+        let route = [0u16, 1, 2];
+        let binding = Some(PatternBinding::Reduce { root: 1 });
+        let mut t = InvocationTable::new();
+        t.set_start_psn(Psn::from_truncated(100));
+        let ar = header(Collective::AllReduce, 0, 100, 2);
+        assert_eq!(
+            t.control(&ar, Psn::from_truncated(100), 0, &route, binding),
+            Err(EngineDropReason::UnsupportedInvocation)
+        );
+        let mut wrong_root = header(Collective::Reduce, 0, 100, 2);
+        wrong_root.root_rank = 2;
+        assert_eq!(
+            t.control(&wrong_root, Psn::from_truncated(100), 0, &route, binding),
+            Err(EngineDropReason::UnsupportedInvocation)
+        );
+        let r = header(Collective::Reduce, 0, 100, 2);
+        assert_eq!(
+            t.control(&r, Psn::from_truncated(100), 0, &route, binding),
+            Ok(ControlOutcome::Installed(0))
+        );
+        assert_eq!(t.newest().unwrap().rank_psn, Psn::from_truncated(100));
+        // A gap after the newest range (103) is refused here, not without
+        // a binding.
+        let gap = header(Collective::Barrier, 1, 104, 0);
+        assert_eq!(
+            t.control(&gap, Psn::from_truncated(104), 0, &route, binding),
+            Err(EngineDropReason::ControlOutOfOrder)
+        );
+        let mut free = t.clone();
+        assert!(free
+            .control(&gap, Psn::from_truncated(104), 0, &route, None)
+            .is_ok());
+        let b = header(Collective::Barrier, 1, 103, 0);
+        assert_eq!(
+            t.control(&b, Psn::from_truncated(103), 0, &route, binding),
+            Ok(ControlOutcome::Installed(1))
+        );
+        assert_eq!(t.newest().unwrap().rank_psn, Psn::from_truncated(101));
     }
 }

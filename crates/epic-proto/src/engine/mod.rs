@@ -22,6 +22,8 @@
 pub mod aggregate;
 
 #[cfg(feature = "alloc")]
+mod alignment;
+#[cfg(feature = "alloc")]
 mod config;
 #[cfg(feature = "alloc")]
 mod context;
@@ -51,8 +53,8 @@ mod install_tests;
 
 #[cfg(feature = "alloc")]
 pub use config::{
-    ContextConfig, EndpointConfig, EngineConfig, Mode, Peer, Pitfall, PortNo, INVOCATION_SLOTS,
-    MAX_CONTEXT_ENDPOINTS,
+    ContextConfig, EndpointConfig, EngineConfig, Mode, PatternBinding, Peer, Pitfall, PortNo,
+    PsnAlignment, INVOCATION_SLOTS, MAX_CONTEXT_ENDPOINTS,
 };
 #[cfg(feature = "alloc")]
 pub use context::{Context, ContextFootprint};

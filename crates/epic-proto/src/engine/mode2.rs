@@ -4,6 +4,7 @@
 //! senders. [M2-001]
 
 use super::aggregate::Reduction;
+use super::alignment::Flow;
 use super::config::Peer;
 use super::context::Context;
 use super::counters::EngineDropReason;
@@ -110,7 +111,10 @@ impl Context {
             io.drop(EngineDropReason::UnsupportedInvocation);
             return None;
         }
-        match self.invs.control(h, psn, ep, &self.cfg.route) {
+        match self
+            .invs
+            .control(h, psn, ep, &self.cfg.route, self.binding())
+        {
             Ok(super::invocation::ControlOutcome::Installed(i)) => {
                 io.counters.invocations_installed += 1;
                 Some((i, true))
@@ -303,8 +307,9 @@ impl Context {
         if i.header.emit(&mut hdr).is_err() {
             return;
         }
-        let pkt = control_packet(i.control_psn, ack_req);
+        let c = i.control_psn;
         for out in replicate_data(outs, except) {
+            let pkt = control_packet(self.wire_psn(out, Flow::Out, c), ack_req);
             if let Some(e) = self.eps.get(usize::from(out)) {
                 queue_frame(io, &e.cfg, &pkt, &hdr);
             }

@@ -3,6 +3,7 @@
 //! [psnStart, psnStart + N), psnStart = min(lastAcked) + 1 over the pipe's
 //! outputs. [M3-001]
 
+use super::alignment::Flow;
 use super::config::{Peer, Pitfall, INVOCATION_SLOTS};
 use super::context::Context;
 use super::counters::EngineDropReason;
@@ -476,7 +477,8 @@ impl Context {
         let len = if control {
             let mut hdr = [0u8; EPIC_HEADER_LEN];
             inv.header.emit(&mut hdr).ok()?;
-            translate_header(src, ident, &e.cfg, &control_packet(q, true), &hdr, buf).ok()?
+            let wire = self.wire_psn(ep, Flow::Out, q);
+            translate_header(src, ident, &e.cfg, &control_packet(wire, true), &hdr, buf).ok()?
         } else {
             let n = usize::from(meta.len);
             let pkt = Outgoing {

@@ -4,8 +4,10 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
 
+use super::lane::{lane_of, HostSetupError, Lane, PatternLane};
 use super::plan::{steps, CollectiveRequest, Step};
 use crate::engine::aggregate::{ElemType, Op, Reduction};
+use crate::engine::PatternBinding;
 use crate::psn::Psn;
 use crate::roce::{Completion, ConfigError, QpConfig, RcQp, SendOp, WcStatus, WrId};
 use crate::time::Instant;
@@ -21,10 +23,11 @@ pub struct HostConfig {
     pub rank: u16,
     /// Ranks in the group.
     pub ranks: u16,
-    /// The group.
+    /// The group (resync profile; per-pattern lanes name their own).
     pub group: GroupId,
     /// The QP toward the first-hop switch; `sq_psn` and `rq_psn` must be
-    /// the group's start PSN. [CTL-040]
+    /// the group's start PSN. [CTL-040] Unused with per-pattern lanes
+    /// ([`HostRank::per_pattern`]), which bring their own QPs.
     pub qp: QpConfig,
     /// M: packets per message.
     pub message_packets: u32,
@@ -98,6 +101,8 @@ const WR_ECHO: u64 = 2 << 40;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Active {
     step: Step,
+    /// The lane the invocation runs on.
+    lane: usize,
     header: EpicHeaderRepr,
     end: Psn,
     /// Bytes of data in this invocation and per message.
@@ -133,22 +138,46 @@ struct Call {
 #[derive(Debug)]
 pub struct HostRank {
     cfg: HostConfig,
-    qp: RcQp<Vec<u8>, Vec<u8>>,
+    /// One lane (resync profile) or 2K + 1 ordered by
+    /// [`PatternBinding::index`] (per-pattern QPs).
+    lanes: Vec<Lane>,
+    /// The lane `poll_transmit` asks first (round robin).
+    next_tx: usize,
     call: Option<Call>,
     seq: u32,
     event: Option<HostEvent>,
 }
 
 impl HostRank {
-    /// A rank with a fresh QP.
+    /// A rank with one fresh QP that resyncs to the group PSN after every
+    /// invocation. [CTL-040]
     pub fn new(cfg: HostConfig) -> Result<HostRank, ConfigError> {
-        Ok(HostRank {
+        Ok(HostRank::with_lanes(
             cfg,
-            qp: RcQp::new(cfg.qp)?,
+            vec![Lane::resync(cfg.group, cfg.qp)?],
+        ))
+    }
+
+    /// A rank with one QP per traffic pattern (2K + 1: AllReduce, Reduce
+    /// to each rank, Broadcast from each rank) whose PSNs never move: each
+    /// invocation runs on the lane of its pattern, Barrier on the
+    /// AllReduce lane. `cfg.group` and `cfg.qp` are unused. [CTL-050]
+    pub fn per_pattern(cfg: HostConfig, lanes: &[PatternLane]) -> Result<HostRank, HostSetupError> {
+        Ok(HostRank::with_lanes(
+            cfg,
+            Lane::per_pattern(cfg.ranks, lanes)?,
+        ))
+    }
+
+    fn with_lanes(cfg: HostConfig, lanes: Vec<Lane>) -> HostRank {
+        HostRank {
+            cfg,
+            lanes,
+            next_tx: 0,
             call: None,
             seq: 0,
             event: None,
-        })
+        }
     }
 
     /// The configuration.
@@ -156,9 +185,18 @@ impl HostRank {
         &self.cfg
     }
 
-    /// The RC endpoint.
+    /// The RC endpoint (the first lane's: the only one in the resync
+    /// profile, the AllReduce lane with per-pattern QPs).
     pub fn qp(&self) -> &RcQp<Vec<u8>, Vec<u8>> {
-        &self.qp
+        // `with_lanes` is never given an empty list.
+        #[allow(clippy::indexing_slicing)]
+        &self.lanes[0].qp
+    }
+
+    /// Every RC endpoint of the rank, with the pattern it is bound to
+    /// (`None` in the resync profile).
+    pub fn qps(&self) -> impl Iterator<Item = (Option<PatternBinding>, &RcQp<Vec<u8>, Vec<u8>>)> {
+        self.lanes.iter().map(|l| (l.binding, &l.qp))
     }
 
     /// Whether a call is running.
@@ -260,26 +298,43 @@ impl HostRank {
         Ok(())
     }
 
-    /// Feeds a received frame. [HOST-020]
+    /// Feeds a received frame (to the lane its destination QP names).
+    /// [HOST-020]
     pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
-        self.qp.handle_frame(now, frame);
+        let i = lane_of(&self.lanes, frame);
+        if let Some(l) = self.lanes.get_mut(i) {
+            l.qp.handle_frame(now, frame);
+        }
         self.pump(now);
     }
 
-    /// The next frame to send.
+    /// The next frame to send, taking the lanes in turn.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         self.pump(now);
-        self.qp.poll_transmit(now, buf).ok().flatten()
+        let n = self.lanes.len();
+        for k in 0..n {
+            let i = (self.next_tx + k) % n;
+            let Some(l) = self.lanes.get_mut(i) else {
+                continue;
+            };
+            if let Some(len) = l.qp.poll_transmit(now, buf).ok().flatten() {
+                self.next_tx = (i + 1) % n;
+                return Some(len);
+            }
+        }
+        None
     }
 
-    /// The QP's next timer.
+    /// The QPs' next timer.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.qp.poll_timeout()
+        self.lanes.iter().filter_map(|l| l.qp.poll_timeout()).min()
     }
 
-    /// Fires the QP's timers.
+    /// Fires the QPs' timers.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.qp.handle_timeout(now);
+        for l in &mut self.lanes {
+            l.qp.handle_timeout(now);
+        }
         self.pump(now);
     }
 
@@ -334,7 +389,7 @@ impl HostRank {
                 return;
             }
             let mut progressed = false;
-            while let Some(c) = self.qp.poll_completion() {
+            while let Some(c) = self.active_qp().and_then(RcQp::poll_completion) {
                 progressed = true;
                 if let Err(e) = self.complete(c) {
                     self.fail(e);
@@ -364,10 +419,31 @@ impl HostRank {
         }
     }
 
+    /// The QP of the invocation in flight.
+    fn active_qp(&mut self) -> Option<&mut RcQp<Vec<u8>, Vec<u8>>> {
+        let lane = self.call.as_ref()?.active.as_ref()?.lane;
+        self.lanes.get_mut(lane).map(|l| &mut l.qp)
+    }
+
+    /// The lane invocations of `step` run on. [CTL-050]
+    fn lane_for(&self, step: &Step) -> Result<usize, HostError> {
+        if self.lanes.len() == 1 {
+            return Ok(0);
+        }
+        PatternBinding::of(step.collective, step.root)
+            .map(|b| b.index(self.cfg.ranks))
+            .filter(|i| *i < self.lanes.len())
+            .ok_or(HostError::InvalidArgument("collective: no lane carries it"))
+    }
+
     /// Sends the control message of `step` and sets up its messages.
     /// [HOST-012] [CTL-001]
     fn begin(&mut self, step: Step) -> Result<(), HostError> {
         let rank = self.cfg.rank;
+        let lane_no = self.lane_for(&step)?;
+        let Some(lane) = self.lanes.get_mut(lane_no) else {
+            return Err(HostError::Refused);
+        };
         let m = self.cfg.message_packets.max(1);
         let mtu = self.cfg.qp.mtu.bytes() as usize;
         let Some(call) = self.call.as_mut() else {
@@ -391,11 +467,17 @@ impl HostRank {
         } else {
             bytes.div_ceil(msg_bytes.max(1))
         };
-        let c = self.qp.send_psn();
+        // The group PSN of the control message: the QP's own send PSN, except
+        // on a per-pattern lane whose send direction lags (the switch maps
+        // the wire PSN). [CTL-001] [CTL-051]
+        let c = match lane.binding {
+            None => lane.qp.send_psn(),
+            Some(_) => lane.group_psn,
+        };
         let packets =
             u32::try_from(packets).map_err(|_| HostError::InvalidArgument("elements: too many"))?;
         let header = EpicHeaderRepr {
-            group_id: self.cfg.group,
+            group_id: lane.group,
             invocation: self.seq,
             collective: step.collective,
             reduce_op: call.req.op,
@@ -431,6 +513,7 @@ impl HostRank {
         let msgs = u32::try_from(msgs).unwrap_or(u32::MAX);
         call.active = Some(Active {
             step,
+            lane: lane_no,
             header,
             end: c.add(1 + packets),
             bytes,
@@ -448,10 +531,10 @@ impl HostRank {
         });
         let mut hdr = vec![0u8; EPIC_HEADER_LEN];
         header.emit(&mut hdr).map_err(|_| HostError::Refused)?;
-        self.qp
+        lane.qp
             .post_recv(WrId(WR_ECHO), vec![0u8; 64])
             .map_err(|_| HostError::Refused)?;
-        self.qp
+        lane.qp
             .post_send(
                 WrId(WR_CONTROL),
                 SendOp::SendWithImm { imm: EPIC_IMM_TAG },
@@ -470,9 +553,12 @@ impl HostRank {
         let Some(a) = call.active.as_mut() else {
             return Ok(());
         };
+        let Some(lane) = self.lanes.get_mut(a.lane) else {
+            return Err(HostError::Refused);
+        };
         while a.recvs && a.posted_recvs < a.msgs && a.posted_recvs < a.done_recvs + w {
             let len = msg_len(a, a.posted_recvs);
-            self.qp
+            lane.qp
                 .post_recv(WrId(u64::from(a.posted_recvs)), vec![0u8; len])
                 .map_err(|_| HostError::Refused)?;
             a.posted_recvs += 1;
@@ -491,7 +577,7 @@ impl HostRank {
                 .get(at..at + len)
                 .ok_or(HostError::InvalidArgument("input: too short"))?
                 .to_vec();
-            self.qp
+            lane.qp
                 .post_send(WrId(u64::from(i)), SendOp::Send, data)
                 .map_err(|_| HostError::Refused)?;
             a.posted_sends += 1;
@@ -545,8 +631,9 @@ impl HostRank {
         Ok(())
     }
 
-    /// Places the invocation's result and resyncs the QP to the group PSN
-    /// after it. [HOST-013] [CTL-040]
+    /// Places the invocation's result and moves the lane to the group PSN
+    /// after it: a resync of the QP, or (per-pattern lanes) only the
+    /// group PSN, the QP keeping its own. [HOST-013] [CTL-040] [CTL-051]
     fn finish_step(&mut self) -> Result<(), HostError> {
         let rank = self.cfg.rank;
         let Some(call) = self.call.as_mut() else {
@@ -591,9 +678,16 @@ impl HostRank {
             }
             _ => {}
         }
-        self.qp
-            .resync(a.end, a.end)
-            .map_err(|_| HostError::Refused)?;
+        let Some(lane) = self.lanes.get_mut(a.lane) else {
+            return Err(HostError::Refused);
+        };
+        match lane.binding {
+            None => lane
+                .qp
+                .resync(a.end, a.end)
+                .map_err(|_| HostError::Refused)?,
+            Some(_) => lane.group_psn = a.end,
+        }
         Ok(())
     }
 }

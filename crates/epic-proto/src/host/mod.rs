@@ -3,13 +3,16 @@
 //! message before each invocation, completion, and the PSN resync after
 //! it. A SmartNIC could run it as well as a host library. [HOST-001]
 //!
-//! One [`HostRank`] drives one rank's RC QP toward its first-hop switch.
+//! One [`HostRank`] drives one rank's RC QP toward its first-hop switch,
+//! or its 2K + 1 per-pattern QPs when PSNs must not move ([`PatternLane`]).
 //! ReduceScatter runs as K Reduce invocations (root k gets block k) and
 //! AllGather as K Broadcast invocations (root k sends block k), one after
 //! the other (paper Appendix A). [CTL-013]
 
 mod driver;
+mod lane;
 mod plan;
 
 pub use driver::{HostConfig, HostError, HostEvent, HostProgress, HostRank};
+pub use lane::{HostSetupError, PatternLane};
 pub use plan::CollectiveRequest;

@@ -3,15 +3,15 @@
 
 use core::fmt;
 
-use epic_proto::engine::{EngineConfig, IncEngine, InstallError, Mode};
-use epic_proto::host::{CollectiveRequest, HostConfig, HostEvent, HostRank};
+use epic_proto::engine::{EngineConfig, IncEngine, InstallError, Mode, PatternBinding};
+use epic_proto::host::{CollectiveRequest, HostConfig, HostEvent, HostRank, PatternLane};
 use epic_proto::roce::{Mtu, PathConfig, QpConfig};
 use epic_proto::time::Duration;
 use epic_proto::wire::GroupId;
 use epic_proto::Psn;
 
 use super::nodes::{HostNode, IncNode};
-use super::topology::{BadTopology, IncTree, PortPeer, TreeSpec};
+use super::topology::{lane_qpn, per_pattern_context, BadTopology, IncTree, PortPeer, TreeSpec};
 use crate::{LinkConfig, LinkId, NodeId, PortId, RunOutcome, Sim, SimError};
 
 /// How to build a cluster. [SIM-002]
@@ -47,6 +47,11 @@ pub struct ClusterConfig {
     pub send_cnp: bool,
     /// A deliberately wrong engine variant (regression tests only).
     pub pitfall: Option<epic_proto::engine::Pitfall>,
+    /// One QP per rank and one context per switch for each of the 2K + 1
+    /// traffic patterns, PSNs never resynced, instead of one resynced QP.
+    /// Pattern `i` of [`PatternBinding::all`] runs as group 7 + i.
+    /// [CTL-050]
+    pub per_pattern: bool,
 }
 
 impl ClusterConfig {
@@ -68,6 +73,7 @@ impl ClusterConfig {
             start_psn: Psn::ZERO,
             send_cnp: false,
             pitfall: None,
+            per_pattern: false,
         }
     }
 }
@@ -140,7 +146,25 @@ pub struct Cluster {
     pub cfg: ClusterConfig,
 }
 
-const GROUP: GroupId = GroupId(7);
+/// The group the cluster runs (the first of the 2K + 1 with per-pattern
+/// QPs: the AllReduce pattern's).
+pub const CLUSTER_GROUP: GroupId = GroupId(7);
+
+/// The bindings a cluster's switches and ranks are built with: one
+/// resynced group, or all 2K + 1 patterns.
+fn lanes(cfg: &ClusterConfig, ranks: u16) -> Vec<Option<PatternBinding>> {
+    if cfg.per_pattern {
+        PatternBinding::all(ranks).map(Some).collect()
+    } else {
+        vec![None]
+    }
+}
+
+/// The group of pattern `binding` (or the single group).
+fn lane_group(binding: Option<PatternBinding>, ranks: u16) -> GroupId {
+    let i = binding.map_or(0, |b| b.index(ranks));
+    GroupId(CLUSTER_GROUP.0 + i as u32)
+}
 
 impl Cluster {
     /// Builds and wires the cluster and installs every switch's context.
@@ -152,6 +176,8 @@ impl Cluster {
             .slots
             .unwrap_or((2 * (cfg.message_packets * cfg.window + 1)).next_power_of_two())
             .max(2);
+        let ranks = tree.ranks();
+        let bindings = lanes(&cfg, ranks);
         let mut switches = Vec::new();
         for (i, s) in tree.switches.iter().enumerate() {
             let mut ecfg = EngineConfig::new(s.mac, s.ip);
@@ -160,11 +186,21 @@ impl Cluster {
             ecfg.send_cnp = cfg.send_cnp;
             ecfg.pitfall = cfg.pitfall;
             ecfg.tx_queue_frames = 1024;
+            ecfg.max_contexts = ecfg.max_contexts.max(bindings.len());
+            ecfg.max_endpoints = ecfg.max_endpoints.max(bindings.len() * s.ports.len());
+            ecfg.max_group_size = ecfg.max_group_size.max(ranks);
             let mut eng = IncEngine::new(ecfg);
-            let ctx = tree.context(i, GROUP, cfg.mode, slots, payload, cfg.reproducible);
-            eng.install(ctx).map_err(ClusterError::Install)?;
-            if let Some(c) = eng.context_mut(GROUP) {
-                c.set_start_psn(cfg.start_psn);
+            for b in &bindings {
+                let group = lane_group(*b, ranks);
+                let ctx = tree.context(i, group, cfg.mode, slots, payload, cfg.reproducible);
+                let ctx = match b {
+                    Some(b) => per_pattern_context(ctx, *b),
+                    None => ctx,
+                };
+                eng.install(ctx).map_err(ClusterError::Install)?;
+                if let Some(c) = eng.context_mut(group) {
+                    c.set_start_psn(cfg.start_psn);
+                }
             }
             switches.push(sim.add_node(IncNode::Switch(Box::new(eng))));
         }
@@ -185,13 +221,32 @@ impl Cluster {
             qp.rq_depth = u16::try_from(cfg.window + 4).unwrap_or(u16::MAX);
             let hc = HostConfig {
                 rank: h.rank,
-                ranks: tree.ranks(),
-                group: GROUP,
+                ranks,
+                group: CLUSTER_GROUP,
                 qp,
                 message_packets: cfg.message_packets,
                 window: cfg.window,
             };
-            let rank = HostRank::new(hc).map_err(|e| ClusterError::Qp(format!("{e:?}")))?;
+            let rank = if cfg.per_pattern {
+                let lanes: Vec<PatternLane> = bindings
+                    .iter()
+                    .flatten()
+                    .map(|b| {
+                        let lane = b.index(ranks);
+                        let mut q = qp;
+                        q.local_qpn = lane_qpn(qp.local_qpn, lane);
+                        q.remote_qpn = lane_qpn(qp.remote_qpn, lane);
+                        PatternLane {
+                            binding: *b,
+                            group: lane_group(Some(*b), ranks),
+                            qp: q,
+                        }
+                    })
+                    .collect();
+                HostRank::per_pattern(hc, &lanes).map_err(|e| ClusterError::Qp(format!("{e}")))?
+            } else {
+                HostRank::new(hc).map_err(|e| ClusterError::Qp(format!("{e:?}")))?
+            };
             hosts.push(sim.add_node(IncNode::Host(Box::new(HostNode::new(rank)))));
         }
         let mut links = Vec::new();

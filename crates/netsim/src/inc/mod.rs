@@ -5,8 +5,9 @@ mod cluster;
 mod nodes;
 mod topology;
 
-pub use cluster::{Cluster, ClusterConfig, ClusterError, CollectiveRun};
+pub use cluster::{Cluster, ClusterConfig, ClusterError, CollectiveRun, CLUSTER_GROUP};
 pub use nodes::{HostFaults, HostNode, IncNode};
 pub use topology::{
-    host_qpn, switch_qpn, BadTopology, HostSpec, IncTree, PortPeer, SwitchSpec, TreeSpec,
+    host_qpn, lane_qpn, per_pattern_context, switch_qpn, BadTopology, HostSpec, IncTree, PortPeer,
+    SwitchSpec, TreeSpec,
 };

@@ -9,7 +9,7 @@ use core::fmt;
 use core::str::FromStr;
 use std::net::Ipv4Addr;
 
-use epic_proto::engine::{ContextConfig, EndpointConfig, Mode, Peer};
+use epic_proto::engine::{ContextConfig, EndpointConfig, Mode, PatternBinding, Peer, PsnAlignment};
 use epic_proto::wire::{EthernetAddress, GroupId, Qpn};
 
 /// A Tree-H-D shape.
@@ -138,6 +138,25 @@ pub fn switch_qpn(port: u16) -> Qpn {
 /// The QP number of rank `r`'s host.
 pub fn host_qpn(rank: u16) -> Qpn {
     Qpn::try_new(0x100 + u32::from(rank)).unwrap_or_default()
+}
+
+/// The QP number of per-pattern lane `lane` (its index in
+/// [`PatternBinding::all`]) of the endpoint whose lane-0 QPN is `base`.
+pub fn lane_qpn(base: Qpn, lane: usize) -> Qpn {
+    Qpn::try_new(base.value() + ((lane as u32) << 12)).unwrap_or_default()
+}
+
+/// Turns a context from [`IncTree::context`] into the per-pattern context
+/// of `binding`: bound to that pattern, its QPs numbered for the lane.
+/// [CTL-050]
+pub fn per_pattern_context(mut cfg: ContextConfig, binding: PatternBinding) -> ContextConfig {
+    let lane = binding.index(cfg.ranks);
+    cfg.alignment = PsnAlignment::PerPattern(binding);
+    for e in &mut cfg.endpoints {
+        e.local_qpn = lane_qpn(e.local_qpn, lane);
+        e.remote_qpn = lane_qpn(e.remote_qpn, lane);
+    }
+    cfg
 }
 
 fn switch_mac(i: usize) -> EthernetAddress {
@@ -322,6 +341,7 @@ impl IncTree {
             slots,
             max_payload,
             reproducible,
+            alignment: PsnAlignment::Resync,
         }
     }
 }
