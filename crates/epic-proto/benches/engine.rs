@@ -113,6 +113,7 @@ fn context(d: u16, mode: Mode) -> ContextConfig {
         max_payload: PAYLOAD as u16,
         reproducible: false,
         alignment: PsnAlignment::Resync,
+        message_packets: 1,
     }
 }
 

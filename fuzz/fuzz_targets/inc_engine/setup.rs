@@ -99,6 +99,7 @@ impl Harness {
                 max_payload: PAYLOADS[usize::from(b1 & 7)],
                 reproducible: b0 & 0x80 != 0,
                 alignment: PsnAlignment::Resync,
+                message_packets: 1,
             },
             start,
         )];
@@ -118,6 +119,7 @@ impl Harness {
                     max_payload: 256,
                     reproducible: b0 & 0x80 == 0,
                     alignment: PsnAlignment::Resync,
+                    message_packets: 1,
                 },
                 Psn::ZERO.sub(3 * u32::from(b5)),
             ));

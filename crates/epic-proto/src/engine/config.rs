@@ -14,6 +14,10 @@ pub type PortNo = u16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Mode {
+    /// Mode I, connection terminated: the switch is a full RC peer on every
+    /// tree edge and aggregates whole messages, like a hierarchical
+    /// parameter server. [M1-001]
+    Terminated,
     /// Mode II, connection translated: end-to-end reliability by the hosts,
     /// the switch aggregates, translates headers and reflects ACKs. [M2-001]
     Translated,
@@ -23,9 +27,10 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// "2" or "3", as the command line spells modes.
+    /// "1", "2" or "3", as the command line spells modes.
     pub const fn number(self) -> u8 {
         match self {
+            Mode::Terminated => 1,
             Mode::Translated => 2,
             Mode::Augmented => 3,
         }
@@ -84,8 +89,12 @@ pub struct ContextConfig {
     pub route: Vec<u16>,
     /// N: slots per pipe, indexed by PSN mod N. Mode II uses N = 2·M·W and
     /// recycles the slot N/2 ahead; Mode III accepts PSNs in
-    /// [psnStart, psnStart + N). [M2-010] [M3-010]
+    /// [psnStart, psnStart + N). [M2-010] [M3-010] Mode I: W, the message
+    /// buffers posted per edge (its hop-by-hop window, Figure 4). [M1-010]
     pub slots: u32,
+    /// Mode I: M, the packets of one message (the hosts' message size in
+    /// MTUs). Modes II and III ignore it. [M1-010]
+    pub message_packets: u32,
     /// U: the largest data payload of one packet (the path MTU).
     pub max_payload: u16,
     /// Reserve per-child buffers so reproducible invocations can be served.

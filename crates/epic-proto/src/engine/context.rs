@@ -6,10 +6,13 @@ use alloc::vec::Vec;
 use core::mem::size_of;
 
 use super::alignment::Flow;
-use super::config::{ContextConfig, Mode, PatternBinding, PsnAlignment, INVOCATION_SLOTS};
+use super::config::{
+    ContextConfig, EngineConfig, Mode, PatternBinding, PsnAlignment, INVOCATION_SLOTS,
+};
 use super::endpoint::EndpointState;
 use super::inc_engine::{emit_cnp, emit_response, Io};
 use super::invocation::{Invocation, InvocationTable, Pattern, PipeId, Shape};
+use super::mode1::Terminated;
 use super::modules::lookup_table::Entry;
 use super::pipe::Pipe;
 use crate::psn::Psn;
@@ -55,6 +58,20 @@ impl ContextFootprint {
     /// The footprint a context of `cfg` will have, computed without
     /// allocating it.
     pub fn of(cfg: &ContextConfig) -> ContextFootprint {
+        if cfg.mode == Mode::Terminated {
+            // Message buffers replace the pipes. [M1-011]
+            let eps = cfg.endpoints.len();
+            return ContextFootprint {
+                payload: Terminated::buffer_bytes(cfg),
+                reproducible: 0,
+                degree: 0,
+                slot_meta: 0,
+                arrived: 0,
+                endpoints: eps * (size_of::<EndpointState>() + Terminated::edge_bytes(cfg)),
+                invocations: INVOCATION_SLOTS * Terminated::invocation_bytes(),
+                lookup: eps * size_of::<(u32, Entry)>(),
+            };
+        }
         let n = cfg.slots as usize;
         let u = usize::from(cfg.max_payload);
         let eps = cfg.endpoints.len();
@@ -121,14 +138,23 @@ pub struct Context {
     /// no slots (it replicates without state).
     pub(crate) pipes: [Pipe; 2],
     pub(crate) invs: InvocationTable,
+    /// Mode I: the endpoints and message buffers. [M1-010]
+    pub(crate) term: Option<alloc::boxed::Box<Terminated>>,
     /// Per-pattern contexts: the edges whose inbound (`[0]`) or outbound
     /// (`[1]`) direction carries only control messages. [CTL-051]
     pub(crate) control_only: [u64; 2],
 }
 
 impl Context {
-    pub(crate) fn new(cfg: ContextConfig) -> Context {
-        let n = cfg.slots;
+    pub(crate) fn new(
+        eng: &EngineConfig,
+        cfg: ContextConfig,
+    ) -> Result<Context, crate::roce::ConfigError> {
+        let term = match cfg.mode {
+            Mode::Terminated => Some(alloc::boxed::Box::new(Terminated::new(eng, &cfg)?)),
+            _ => None,
+        };
+        let n = if term.is_some() { 0 } else { cfg.slots };
         let u = usize::from(cfg.max_payload);
         let start = Psn::ZERO;
         let down_n = if cfg.mode == Mode::Augmented { n } else { 0 };
@@ -143,7 +169,8 @@ impl Context {
         };
         let raw = raw_children(&cfg);
         let control_only = control_only(&cfg, shape);
-        Context {
+        Ok(Context {
+            term,
             control_only,
             shape,
             eps,
@@ -153,7 +180,7 @@ impl Context {
             ],
             invs: InvocationTable::new(),
             cfg,
-        }
+        })
     }
 
     /// Sets the group PSN every endpoint and pipe starts from: the PSN the
@@ -169,6 +196,9 @@ impl Context {
             p.psn_start = start;
         }
         self.invs.set_start_psn(start);
+        if let Some(t) = self.term.as_mut() {
+            t.set_start_psn(start);
+        }
     }
 
     /// The pattern a per-pattern context is bound to.
@@ -194,6 +224,9 @@ impl Context {
 
     /// The arena bytes this context takes. [ENG-013]
     pub fn footprint(&self) -> ContextFootprint {
+        if self.term.is_some() {
+            return ContextFootprint::of(&self.cfg);
+        }
         let (mut payload, mut repro, mut degree, mut meta) = (0, 0, 0, 0);
         for p in &self.pipes {
             let (a, b, c, d) = p.footprint();
@@ -240,6 +273,7 @@ impl Context {
     pub(crate) fn handle_ack(&mut self, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) {
         let psn = self.group_psn(ep, Flow::Out, psn);
         match self.cfg.mode {
+            Mode::Terminated => {}
             Mode::Translated => self.ack2(io, ep, psn, aeth),
             Mode::Augmented => self.ack3(io, ep, psn, aeth),
         }
@@ -260,6 +294,7 @@ impl Context {
             f
         };
         match self.cfg.mode {
+            Mode::Terminated => {}
             Mode::Translated => self.control2(io, ep, f, h),
             Mode::Augmented => self.control3(io, ep, f, h),
         }
@@ -275,6 +310,7 @@ impl Context {
             f
         };
         match self.cfg.mode {
+            Mode::Terminated => {}
             Mode::Translated => self.data2(io, ep, f),
             Mode::Augmented => self.data3(io, ep, f),
         }
@@ -292,7 +328,8 @@ impl Context {
         let Some(e) = self.eps.get(usize::from(ep)) else {
             return false;
         };
-        e.response.is_some()
+        self.term.is_some()
+            || e.response.is_some()
             || e.cnp
             || (self.cfg.mode == Mode::Augmented && self.ready3(ep).is_some())
     }
@@ -300,6 +337,9 @@ impl Context {
     /// Sends one frame of endpoint `ep` into `buf`: its pending response,
     /// then a CNP, then (Mode III) its next data packet.
     pub(crate) fn transmit(&mut self, io: &mut Io<'_>, ep: u16, buf: &mut [u8]) -> Option<usize> {
+        if let Some(t) = self.term.as_mut() {
+            return t.transmit(io, ep, buf);
+        }
         let e = self.eps.get_mut(usize::from(ep))?;
         if let Some(r) = e.response.take() {
             if r.syndrome.is_nak() {
@@ -321,6 +361,9 @@ impl Context {
     }
 
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        if let Some(t) = self.term.as_ref() {
+            return t.poll_timeout();
+        }
         if self.cfg.mode != Mode::Augmented {
             return None;
         }
@@ -334,6 +377,12 @@ impl Context {
     }
 
     pub(crate) fn handle_timeout(&mut self, io: &mut Io<'_>) {
+        if let Some(t) = self.term.as_mut() {
+            if t.handle_timeout(io.now) {
+                self.pump1(io);
+            }
+            return;
+        }
         if self.cfg.mode == Mode::Augmented {
             self.timeout3(io);
         }

@@ -83,6 +83,9 @@ engine_drop_reasons! {
     FatalNak => "fatal_nak",
     /// The output queue was full. [ENG-020]
     TxQueueFull => "tx_queue_full",
+    /// Mode I: the edge's RC endpoint did not act on the frame; its own
+    /// counters say why (duplicate, out of sequence, RNR …). [M1-040]
+    Transport => "transport",
 }
 
 /// Counters of one engine. [ENG-060]
@@ -114,6 +117,9 @@ pub struct EngineCounters {
     pub tx_naks: u64,
     /// Mode III: CNPs sent.
     pub tx_cnps: u64,
+    /// Mode I: work requests an edge's RC endpoint failed (the endpoint is
+    /// then in the error state). [M1-040]
+    pub transport_errors: u64,
     drops: [u64; EngineDropReason::COUNT],
 }
 

@@ -8,7 +8,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::config::{
-    ContextConfig, EngineConfig, Peer, PortNo, PsnAlignment, MAX_CONTEXT_ENDPOINTS,
+    ContextConfig, EngineConfig, Mode, Peer, PortNo, PsnAlignment, MAX_CONTEXT_ENDPOINTS,
 };
 use super::context::{Context, ContextFootprint};
 use super::counters::{EngineCounters, EngineDropReason};
@@ -140,7 +140,7 @@ impl IncEngine {
     /// [ENG-013]
     pub fn footprint_of(cfg: &ContextConfig) -> Result<ContextFootprint, InstallError> {
         validate(cfg, u16::MAX)?;
-        Ok(Context::new(cfg.clone()).footprint())
+        Ok(ContextFootprint::of(cfg))
     }
 
     /// Installs a group's local context. Refuses with a typed error when
@@ -180,7 +180,9 @@ impl IncEngine {
                 free: self.arena_free(),
             });
         }
-        let ctx = Context::new(cfg);
+        let ctx = Context::new(&self.cfg, cfg).map_err(|_| InstallError::Invalid {
+            what: "endpoints: a Mode I endpoint's RC configuration is out of range",
+        })?;
         let fp = ctx.footprint();
         let index =
             u16::try_from(self.contexts.len()).map_err(|_| InstallError::TooManyContexts {
@@ -270,6 +272,10 @@ impl IncEngine {
             now,
         };
         let ep = entry.ep;
+        if ctx.term.is_some() {
+            ctx.frame1(&mut io, ep, f);
+            return Disposition::Consumed;
+        }
         match f.bth.opcode {
             Opcode::RcAcknowledge => match f.ext.aeth {
                 Some(aeth) => {
@@ -460,6 +466,21 @@ fn validate(cfg: &ContextConfig, max_group: u16) -> Result<(), InstallError> {
                 what: "endpoints: an edge no rank is reached through",
             });
         }
+    }
+    if cfg.mode == Mode::Terminated {
+        // Mode I: W message buffers of M packets per edge, packets of one
+        // path MTU. [M1-010]
+        if !(1..=1024).contains(&cfg.slots) || !(1..=1024).contains(&cfg.message_packets) {
+            return Err(InstallError::Invalid {
+                what: "slots/message_packets: Mode I needs 1 to 1024 messages of 1 to 1024 packets",
+            });
+        }
+        if crate::roce::Mtu::from_bytes(u32::from(cfg.max_payload)).is_none() {
+            return Err(InstallError::Invalid {
+                what: "max_payload: Mode I packets are one path MTU (256 to 4096, a power of two)",
+            });
+        }
+        return Ok(());
     }
     // PSN mod N must stay continuous across the 24-bit wrap. [ENG-015]
     if cfg.slots < 2 || cfg.slots > (1 << 22) || !cfg.slots.is_power_of_two() {

@@ -39,6 +39,7 @@ fn star(group: u32, k: u16, mode: Mode, qpn_base: u32) -> ContextConfig {
         max_payload: 4096,
         reproducible: false,
         alignment: PsnAlignment::Resync,
+        message_packets: 1,
     }
 }
 
@@ -150,6 +151,29 @@ fn inconsistent_descriptions_are_refused() {
     let mut c = star(1, 4, Mode::Translated, 0x1000);
     c.max_payload = 5000;
     assert!(matches!(e.install(c), Err(InstallError::Invalid { .. })));
+    // [M1-010] Mode I: W and M within 1..=1024, packets of one path MTU.
+    let mut c = star(1, 4, Mode::Terminated, 0x1000);
+    c.slots = 0;
+    assert!(
+        matches!(e.install(c), Err(InstallError::Invalid { what }) if what.starts_with("slots"))
+    );
+    let mut c = star(1, 4, Mode::Terminated, 0x1000);
+    c.max_payload = 1000;
+    assert!(
+        matches!(e.install(c), Err(InstallError::Invalid { what }) if what.starts_with("max_payload"))
+    );
+    // [M1-011] A valid one is charged its buffers: 4 edges × (W + 1)
+    // receive buffers + W result buffers + the accumulator.
+    let mut c = star(1, 4, Mode::Terminated, 0x1000);
+    c.slots = 3;
+    c.message_packets = 2;
+    c.max_payload = 1024;
+    let fp = e.install(c).unwrap();
+    let hdr = crate::wire::EPIC_HEADER_LEN;
+    assert_eq!(fp.payload, 4 * (4 * 2048 + 4 * hdr) + 3 * 2048 + 2 * 2048);
+    assert_eq!(e.arena_used(), fp.total());
+    e.remove(GroupId(1)).unwrap();
+    assert_eq!(e.arena_used(), 0);
     // [CTL-050] A per-pattern context's root must be a rank of the group.
     let mut c = star(1, 4, Mode::Translated, 0x1000);
     c.alignment = PsnAlignment::PerPattern(PatternBinding::Broadcast { root: 4 });

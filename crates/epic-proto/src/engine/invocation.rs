@@ -405,7 +405,10 @@ impl InvocationTable {
 }
 
 /// The data pattern of a header, or why the engine refuses it. [CTL-013]
-fn data_pattern(header: &EpicHeaderRepr, route: &[u16]) -> Result<Pattern, EngineDropReason> {
+pub(crate) fn data_pattern(
+    header: &EpicHeaderRepr,
+    route: &[u16],
+) -> Result<Pattern, EngineDropReason> {
     let root = || {
         route
             .get(usize::from(header.root_rank))

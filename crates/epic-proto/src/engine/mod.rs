@@ -5,6 +5,7 @@
 //! broadcast) of N slots each. The function modules of §4.1 live in
 //! [`modules`], one file each, and the modes compose them (Figure 5):
 //!
+//! - Mode I, connection terminated (§4.2): `mode1`.
 //! - Mode II, connection translated (Algorithm 1, §4.3): `mode2`.
 //! - Mode III, connection augmented (Algorithms 2–3, §4.4): `mode3`.
 //!
@@ -37,6 +38,8 @@ mod error;
 mod inc_engine;
 #[cfg(feature = "alloc")]
 pub mod invocation;
+#[cfg(feature = "alloc")]
+mod mode1;
 #[cfg(feature = "alloc")]
 mod mode2;
 #[cfg(feature = "alloc")]

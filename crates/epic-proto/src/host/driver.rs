@@ -169,6 +169,14 @@ impl HostRank {
         ))
     }
 
+    /// A rank with one QP that keeps its PSNs: for Mode I switches, which
+    /// terminate the connection and align nothing. [M1-050]
+    pub fn without_resync(cfg: HostConfig) -> Result<HostRank, ConfigError> {
+        let mut lane = Lane::resync(cfg.group, cfg.qp)?;
+        lane.resync = false;
+        Ok(HostRank::with_lanes(cfg, vec![lane]))
+    }
+
     fn with_lanes(cfg: HostConfig, lanes: Vec<Lane>) -> HostRank {
         HostRank {
             cfg,
@@ -682,10 +690,11 @@ impl HostRank {
             return Err(HostError::Refused);
         };
         match lane.binding {
-            None => lane
+            None if lane.resync => lane
                 .qp
                 .resync(a.end, a.end)
                 .map_err(|_| HostError::Refused)?,
+            None => {}
             Some(_) => lane.group_psn = a.end,
         }
         Ok(())

@@ -47,8 +47,12 @@ impl core::error::Error for HostSetupError {}
 /// One connection of a rank.
 #[derive(Debug)]
 pub(crate) struct Lane {
-    /// `None`: the resync profile's single connection, for every pattern.
+    /// `None`: the single connection for every pattern.
     pub(crate) binding: Option<PatternBinding>,
+    /// Whether the single connection resyncs to the group PSN after each
+    /// invocation (Modes II and III); Mode I switches terminate every
+    /// connection and need no alignment. [CTL-040] [M1-050]
+    pub(crate) resync: bool,
     pub(crate) group: GroupId,
     pub(crate) qp: RcQp<Vec<u8>, Vec<u8>>,
     /// Per-pattern lanes: the group PSN the next invocation starts at. The
@@ -61,6 +65,7 @@ impl Lane {
     pub(crate) fn resync(group: GroupId, qp: QpConfig) -> Result<Lane, ConfigError> {
         Ok(Lane {
             binding: None,
+            resync: true,
             group,
             group_psn: qp.sq_psn,
             qp: RcQp::new(qp)?,
@@ -90,6 +95,7 @@ impl Lane {
             }
             out.push(Lane {
                 binding: Some(b),
+                resync: false,
                 group: l.group,
                 group_psn: l.qp.sq_psn,
                 qp: RcQp::new(l.qp).map_err(HostSetupError::Qp)?,

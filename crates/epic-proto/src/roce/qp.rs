@@ -102,6 +102,12 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         self.req.next_psn()
     }
 
+    /// The PSN the first packet of a send posted now will carry (after
+    /// every request already queued). [RC-020]
+    pub fn post_psn(&self) -> Psn {
+        self.req.post_psn()
+    }
+
     /// The oldest PSN sent and not yet acknowledged (equal to the next
     /// PSN to send when nothing is outstanding).
     pub fn unacked_psn(&self) -> Psn {

@@ -124,6 +124,23 @@ impl<B: AsRef<[u8]>> Requester<B> {
         self.psn
     }
 
+    /// The PSN the first packet of a request posted now will carry: after
+    /// every queued request, sent or not.
+    pub(crate) fn post_psn(&self) -> Psn {
+        let mut end = self.psn;
+        let mut unsent = 0u32;
+        for w in &self.sq {
+            match w.first_psn {
+                Some(p) => {
+                    end = p.add(w.npkts);
+                    unsent = 0;
+                }
+                None => unsent = unsent.saturating_add(w.npkts),
+            }
+        }
+        end.add(unsent)
+    }
+
     /// The oldest PSN not yet acknowledged.
     pub(crate) fn unacked_psn(&self) -> Psn {
         self.comp_psn

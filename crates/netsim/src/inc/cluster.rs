@@ -153,7 +153,8 @@ pub const CLUSTER_GROUP: GroupId = GroupId(7);
 /// The bindings a cluster's switches and ranks are built with: one
 /// resynced group, or all 2K + 1 patterns.
 fn lanes(cfg: &ClusterConfig, ranks: u16) -> Vec<Option<PatternBinding>> {
-    if cfg.per_pattern {
+    // Mode I aligns no PSNs: one connection per rank.
+    if cfg.per_pattern && cfg.mode != Mode::Terminated {
         PatternBinding::all(ranks).map(Some).collect()
     } else {
         vec![None]
@@ -172,10 +173,14 @@ impl Cluster {
         let tree = IncTree::new(cfg.tree).map_err(ClusterError::Topology)?;
         let mut sim = Sim::new(cfg.seed);
         let payload = u16::try_from(cfg.mtu.bytes()).unwrap_or(4096);
-        let slots = cfg
-            .slots
-            .unwrap_or((2 * (cfg.message_packets * cfg.window + 1)).next_power_of_two())
-            .max(2);
+        let slots = match cfg.mode {
+            // Mode I: W message buffers per edge. [M1-010]
+            Mode::Terminated => cfg.slots.unwrap_or(cfg.window).max(1),
+            _ => cfg
+                .slots
+                .unwrap_or((2 * (cfg.message_packets * cfg.window + 1)).next_power_of_two())
+                .max(2),
+        };
         let ranks = tree.ranks();
         let bindings = lanes(&cfg, ranks);
         let mut switches = Vec::new();
@@ -193,10 +198,11 @@ impl Cluster {
             for b in &bindings {
                 let group = lane_group(*b, ranks);
                 let ctx = tree.context(i, group, cfg.mode, slots, payload, cfg.reproducible);
-                let ctx = match b {
+                let mut ctx = match b {
                     Some(b) => per_pattern_context(ctx, *b),
                     None => ctx,
                 };
+                ctx.message_packets = cfg.message_packets;
                 eng.install(ctx).map_err(ClusterError::Install)?;
                 if let Some(c) = eng.context_mut(group) {
                     c.set_start_psn(cfg.start_psn);
@@ -227,7 +233,9 @@ impl Cluster {
                 message_packets: cfg.message_packets,
                 window: cfg.window,
             };
-            let rank = if cfg.per_pattern {
+            let rank = if cfg.mode == Mode::Terminated {
+                HostRank::without_resync(hc).map_err(|e| ClusterError::Qp(format!("{e:?}")))?
+            } else if cfg.per_pattern {
                 let lanes: Vec<PatternLane> = bindings
                     .iter()
                     .flatten()

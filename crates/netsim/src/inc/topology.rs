@@ -342,6 +342,7 @@ impl IncTree {
             max_payload,
             reproducible,
             alignment: PsnAlignment::Resync,
+            message_packets: 1,
         }
     }
 }

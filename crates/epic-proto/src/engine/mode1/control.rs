@@ -1,0 +1,228 @@
+//! Mode I control messages: installed from the first edge that delivers
+//! one, aggregated up the tree like an AllReduce of nothing, and echoed
+//! down from the root; every hop is its own RC connection, so PSNs play no
+//! part. [M1-020] [M1-021]
+
+use super::terminated::{wr, Inv1, WrKind};
+use crate::engine::aggregate::{ElemType, Op, Reduction};
+use crate::engine::config::INVOCATION_SLOTS;
+use crate::engine::context::Context;
+use crate::engine::counters::EngineDropReason;
+use crate::engine::inc_engine::Io;
+use crate::engine::invocation::{data_pattern, EpSet, Pattern, PipeId};
+use crate::roce::SendOp;
+use crate::wire::{EpicHeaderRepr, EPIC_HEADER_LEN, EPIC_IMM_TAG};
+
+/// Two headers describe the same invocation: everything but the first
+/// data PSN, which names a PSN of the sender's own hop. [M1-020]
+fn same_invocation(a: &EpicHeaderRepr, b: &EpicHeaderRepr) -> bool {
+    EpicHeaderRepr {
+        first_psn: b.first_psn,
+        ..*a
+    } == *b
+}
+
+impl Context {
+    /// A control message (or, from the parent, its echo) delivered by edge
+    /// `ep`'s endpoint. [M1-020]
+    pub(crate) fn control1(&mut self, io: &mut Io<'_>, ep: u16, h: &EpicHeaderRepr) {
+        io.counters.rx_control += 1;
+        let Some(slot) = self.install1(io, h) else {
+            return;
+        };
+        let parent = self.shape.parent;
+        let children = self.shape.ins(Pattern::AllReduce, PipeId::Up);
+        let down = self.shape.outs(Pattern::AllReduce, PipeId::Down);
+        let Some(t) = self.term.as_mut() else { return };
+        if let Some(e) = t.edges.get_mut(usize::from(ep)) {
+            e.current = Some((h.invocation, 0));
+        }
+        let Some(inv) = t.invs.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        if Some(ep) == parent {
+            if !inv.echo_down {
+                inv.echo_down = true;
+                self.post_header1(io, down, h);
+            }
+            return;
+        }
+        inv.control_seen |= if ep < 64 { 1u64 << ep } else { 0 };
+        if inv.control_seen & children.mask != children.mask {
+            io.drop(EngineDropReason::Absorbed);
+            return;
+        }
+        io.counters.aggregations += 1;
+        inv.control_ready = true;
+        self.forward_controls1(io);
+    }
+
+    /// Sends on the controls whose children all reported, oldest first,
+    /// each only once every older invocation is done here: a child may
+    /// start the next invocation as soon as this switch has acknowledged
+    /// its data, before the data went on. [M1-022]
+    pub(crate) fn forward_controls1(&mut self, io: &mut Io<'_>) -> bool {
+        let parent = self.shape.parent;
+        let down = self.shape.outs(Pattern::AllReduce, PipeId::Down);
+        let mut moved = false;
+        for age in (0..INVOCATION_SLOTS).rev() {
+            let Some(t) = self.term.as_mut() else {
+                return moved;
+            };
+            let Some(newest) = t.newest else { return moved };
+            let slot = (newest + INVOCATION_SLOTS - age) % INVOCATION_SLOTS;
+            let Some(inv) = t.invs.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            if inv.control_ready && !inv.control_up {
+                inv.control_up = true;
+                let h = inv.header;
+                match parent {
+                    Some(p) => {
+                        let up = EpSet {
+                            mask: if p < 64 { 1u64 << p } else { 0 },
+                            local: false,
+                        };
+                        self.post_header1(io, up, &h);
+                    }
+                    None => {
+                        inv.echo_down = true;
+                        self.post_header1(io, down, &h);
+                    }
+                }
+                moved = true;
+            }
+            let done = self
+                .term
+                .as_ref()
+                .and_then(|t| t.invs.get(slot))
+                .and_then(Option::as_ref)
+                .is_none_or(|i| i.done());
+            if !done {
+                return moved;
+            }
+        }
+        moved
+    }
+
+    /// Finds or installs the invocation of header `h`; counts the drop
+    /// otherwise. [CTL-010]…[CTL-013]
+    fn install1(&mut self, io: &mut Io<'_>, h: &EpicHeaderRepr) -> Option<usize> {
+        if h.group_id != self.cfg.group {
+            io.drop(EngineDropReason::WrongGroup);
+            return None;
+        }
+        if h.payload_bytes_per_packet > self.cfg.max_payload || h.flags.quantized {
+            io.drop(EngineDropReason::UnsupportedInvocation);
+            return None;
+        }
+        let pattern = match data_pattern(h, &self.cfg.route) {
+            Ok(p) => p,
+            Err(r) => {
+                io.drop(r);
+                return None;
+            }
+        };
+        let t = self.term.as_mut()?;
+        if let Some(i) = t.invs.iter().position(|s| {
+            s.as_ref()
+                .is_some_and(|i| i.header.invocation == h.invocation)
+        }) {
+            let same = t
+                .invs
+                .get(i)
+                .and_then(Option::as_ref)
+                .is_some_and(|inv| same_invocation(&inv.header, h));
+            if !same {
+                io.drop(EngineDropReason::ControlMismatch);
+                return None;
+            }
+            return Some(i);
+        }
+        let reduction = match (ElemType::from_wire(h.data_type), Op::from_wire(h.reduce_op)) {
+            (Some(elem), Some(op)) => Some(Reduction { elem, op }),
+            _ => None,
+        };
+        if h.collective.reduces() && h.packet_count > 0 && reduction.is_none() {
+            io.drop(EngineDropReason::UnsupportedInvocation);
+            return None;
+        }
+        let ppb = usize::from(h.payload_bytes_per_packet);
+        let msg_bytes = ppb * t.message_packets as usize;
+        let bytes = usize::try_from(h.element_count)
+            .ok()
+            .and_then(|n| {
+                h.data_type
+                    .size_bytes()
+                    .map(|s| n.saturating_mul(usize::from(s)))
+            })
+            .unwrap_or(0);
+        let msgs = if bytes == 0 || msg_bytes == 0 {
+            0
+        } else {
+            u32::try_from(bytes.div_ceil(msg_bytes)).unwrap_or(u32::MAX)
+        };
+        let up_stage = self.shape.ins(pattern, PipeId::Up).mask != 0;
+        let down_stage = self.shape.ins(pattern, PipeId::Down).mask != 0;
+        let slot = t.newest.map_or(0, |n| (n + 1) % INVOCATION_SLOTS);
+        if let Some(s) = t.invs.get_mut(slot) {
+            *s = Some(Inv1 {
+                header: *h,
+                reduction,
+                pattern,
+                msgs,
+                msg_bytes,
+                bytes,
+                control_seen: 0,
+                control_ready: false,
+                control_up: false,
+                echo_down: false,
+                // A stage this switch does not run for the pattern is done.
+                up_k: if up_stage { 0 } else { msgs },
+                down_k: if down_stage { 0 } else { msgs },
+            });
+        }
+        t.newest = Some(slot);
+        io.counters.invocations_installed += 1;
+        Some(slot)
+    }
+
+    /// Posts header `h` as a control message (SEND with the EPIC immediate)
+    /// on every edge of `outs`. [M1-020]
+    fn post_header1(&mut self, io: &mut Io<'_>, outs: EpSet, h: &EpicHeaderRepr) {
+        let Some(t) = self.term.as_mut() else { return };
+        for o in outs.iter() {
+            let Some(e) = t.edges.get_mut(usize::from(o)) else {
+                continue;
+            };
+            let Some((ix, mut buf)) = e
+                .headers
+                .iter_mut()
+                .enumerate()
+                .find_map(|(i, b)| b.take().map(|b| (i, b)))
+            else {
+                io.drop(EngineDropReason::TxQueueFull);
+                continue;
+            };
+            // The first data PSN names this hop's PSNs: right after the
+            // control message's own. [M1-020]
+            let hop = EpicHeaderRepr {
+                first_psn: e.qp.post_psn().next(),
+                ..*h
+            };
+            if hop.emit(buf.full_mut()).is_err() {
+                continue;
+            }
+            buf.set_len(EPIC_HEADER_LEN);
+            let id = wr(WrKind::Control, o, u32::try_from(ix).unwrap_or(u32::MAX));
+            if let Err(e2) =
+                e.qp.post_send(id, SendOp::SendWithImm { imm: EPIC_IMM_TAG }, buf)
+            {
+                if let Some(slot) = e.headers.get_mut(ix) {
+                    *slot = Some(e2.buf);
+                }
+                io.drop(EngineDropReason::TxQueueFull);
+            }
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Mode I, connection terminated (paper §4.2): the switch is a full RC
+//! peer on every tree edge and aggregates whole messages, as a
+//! hierarchical parameter server; reliability is the RC endpoints' own.
+//! [M1-001]
+
+mod control;
+mod msg_buf;
+mod stages;
+mod terminated;
+
+pub(crate) use terminated::Terminated;

@@ -1,0 +1,256 @@
+//! Mode I state (paper §4.2): an RC endpoint per tree edge, the message
+//! buffers each edge lends its endpoint, the aggregation (result) buffers,
+//! and the invocations being served. Built once at install. [M1-001]
+//! [M1-010]
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+
+use super::msg_buf::MsgBuf;
+use crate::engine::aggregate::Reduction;
+use crate::engine::config::{ContextConfig, EngineConfig, INVOCATION_SLOTS};
+use crate::engine::invocation::Pattern;
+use crate::psn::Psn;
+use crate::roce::{ConfigError, Mtu, PathConfig, QpConfig, RcQp, WrId};
+use crate::wire::{EpicHeaderRepr, EPIC_HEADER_LEN};
+
+/// Buffers a header send may need at once per edge (one invocation's
+/// control or echo in flight, and the next one's).
+pub(crate) const CONTROL_BUFS: usize = 4;
+
+/// What a work request is, in the top byte of its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WrKind {
+    /// A receive buffer of an edge: (edge, buffer index).
+    Recv = 1,
+    /// A result buffer sent on: (output edge, result slot).
+    Result = 2,
+    /// A received message forwarded on: (input edge, buffer index).
+    Forward = 3,
+    /// A control message or echo: (edge, header buffer index).
+    Control = 4,
+}
+
+pub(crate) fn wr(kind: WrKind, edge: u16, index: u32) -> WrId {
+    WrId(((kind as u64) << 56) | (u64::from(edge) << 32) | u64::from(index))
+}
+
+pub(crate) fn wr_parts(id: WrId) -> (u8, u16, u32) {
+    ((id.0 >> 56) as u8, (id.0 >> 32) as u16, id.0 as u32)
+}
+
+/// A received data message waiting for its aggregation or forwarding.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Held {
+    /// Invocation sequence number (from the edge's last control message).
+    pub(crate) seq: u32,
+    /// Message index within the invocation.
+    pub(crate) k: u32,
+    /// Receive buffer index.
+    pub(crate) index: u32,
+    pub(crate) buf: MsgBuf,
+}
+
+/// One edge's RC endpoint and buffers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Edge {
+    pub(crate) qp: RcQp<MsgBuf, MsgBuf>,
+    /// Receive buffers not posted: parked while forwarded (`pending`
+    /// sends still to complete) or idle.
+    pub(crate) parked: Vec<Option<MsgBuf>>,
+    /// Per receive buffer: sends of it not yet completed.
+    pub(crate) pending: Vec<u32>,
+    /// Data messages received, in order.
+    pub(crate) held: VecDeque<Held>,
+    /// Header buffers for control messages and echoes sent on this edge.
+    pub(crate) headers: Vec<Option<MsgBuf>>,
+    /// The invocation of this edge's last control message (or echo), and
+    /// data messages received since.
+    pub(crate) current: Option<(u32, u32)>,
+}
+
+/// One invocation as Mode I serves it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Inv1 {
+    pub(crate) header: EpicHeaderRepr,
+    pub(crate) reduction: Option<Reduction>,
+    pub(crate) pattern: Pattern,
+    /// Messages and bytes.
+    pub(crate) msgs: u32,
+    pub(crate) msg_bytes: usize,
+    pub(crate) bytes: usize,
+    /// Edges whose control message arrived.
+    pub(crate) control_seen: u64,
+    /// Every child's control message arrived.
+    pub(crate) control_ready: bool,
+    /// The control went to the parent (root: the echo to the children).
+    /// It waits until every older invocation is done here, so that it
+    /// never overtakes older data on the parent's connection. [M1-022]
+    pub(crate) control_up: bool,
+    /// The echo went to the children: results may follow it. [M1-021]
+    pub(crate) echo_down: bool,
+    /// Next message to aggregate (Up) and to replicate (Down).
+    pub(crate) up_k: u32,
+    pub(crate) down_k: u32,
+}
+
+impl Inv1 {
+    /// Whether both stages have passed on every message.
+    pub(crate) fn done(&self) -> bool {
+        self.up_k >= self.msgs && self.down_k >= self.msgs
+    }
+
+    /// Length of message `k`.
+    pub(crate) fn msg_len(&self, k: u32) -> usize {
+        let at = k as usize * self.msg_bytes;
+        self.bytes.saturating_sub(at).min(self.msg_bytes)
+    }
+}
+
+/// A result buffer and its sends in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ResultSlot {
+    pub(crate) buf: MsgBuf,
+    pub(crate) pending: u32,
+}
+
+/// Mode I state of a context. [M1-010]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Terminated {
+    pub(crate) edges: Vec<Edge>,
+    pub(crate) results: Vec<ResultSlot>,
+    /// FP32 accumulator of one message (2-byte floats widen).
+    pub(crate) acc: Vec<u8>,
+    pub(crate) invs: [Option<Inv1>; INVOCATION_SLOTS],
+    /// Ring index of the newest invocation.
+    pub(crate) newest: Option<usize>,
+    /// W and M.
+    pub(crate) window: u32,
+    pub(crate) message_packets: u32,
+}
+
+/// Receive buffers per edge: W data messages and one control message.
+pub(crate) fn recv_bufs(window: u32) -> usize {
+    window as usize + 1
+}
+
+/// The local ACK timeout exponent whose 4.096 µs · 2^t first reaches
+/// `ns` (at least 1).
+fn timeout_exponent(ns: u64) -> u8 {
+    (1u8..=31).find(|t| 4096u64 << t >= ns).unwrap_or(31)
+}
+
+impl Terminated {
+    /// Builds every edge's endpoint and buffers and posts the receives.
+    pub(crate) fn new(eng: &EngineConfig, cfg: &ContextConfig) -> Result<Terminated, ConfigError> {
+        let w = cfg.slots;
+        let m = cfg.message_packets.max(1);
+        let u = usize::from(cfg.max_payload);
+        let msg = u * m as usize;
+        let mtu = Mtu::from_bytes(u32::from(cfg.max_payload)).unwrap_or(Mtu::Mtu4096);
+        let mut edges = Vec::with_capacity(cfg.endpoints.len());
+        for (i, e) in cfg.endpoints.iter().enumerate() {
+            let path = PathConfig::new(eng.mac, e.remote_mac, eng.ip, e.remote_ip);
+            let mut q = QpConfig::new(e.local_qpn, e.remote_qpn, path);
+            q.mtu = mtu;
+            q.timeout = timeout_exponent(eng.retransmit_timeout.as_nanos());
+            q.retry_cnt = 7;
+            q.rnr_retry = 7;
+            q.min_rnr_timer = 1;
+            let depth = u16::try_from(2 * w + 2 * CONTROL_BUFS as u32 + 2).unwrap_or(u16::MAX);
+            q.sq_depth = depth;
+            q.rq_depth = depth;
+            q.max_unacked_psns = (w * m + 2).clamp(128, 1 << 22);
+            let mut qp = RcQp::new(q)?;
+            let n = recv_bufs(w);
+            for b in 0..n {
+                let ix = u32::try_from(b).unwrap_or(u32::MAX);
+                let ep = u16::try_from(i).unwrap_or(u16::MAX);
+                // The queue was sized for these; a refusal leaves it parked.
+                let _ = qp.post_recv(wr(WrKind::Recv, ep, ix), MsgBuf::new(msg));
+            }
+            edges.push(Edge {
+                qp,
+                parked: alloc::vec![None; n],
+                pending: alloc::vec![0; n],
+                held: VecDeque::with_capacity(n),
+                headers: (0..CONTROL_BUFS)
+                    .map(|_| Some(MsgBuf::new(EPIC_HEADER_LEN)))
+                    .collect(),
+                current: None,
+            });
+        }
+        Ok(Terminated {
+            edges,
+            results: (0..w)
+                .map(|_| ResultSlot {
+                    buf: MsgBuf::new(msg),
+                    pending: 0,
+                })
+                .collect(),
+            acc: alloc::vec![0; 2 * msg],
+            invs: Default::default(),
+            newest: None,
+            window: w,
+            message_packets: m,
+        })
+    }
+
+    /// Moves every endpoint to the group's start PSN (all quiescent).
+    pub(crate) fn set_start_psn(&mut self, start: Psn) {
+        for e in &mut self.edges {
+            let _ = e.qp.resync(start, start);
+        }
+    }
+
+    /// Bytes of one edge's endpoint state (its queues sized at creation).
+    pub(crate) fn edge_bytes(cfg: &ContextConfig) -> usize {
+        let n = recv_bufs(cfg.slots);
+        size_of::<Edge>()
+            + n * (size_of::<Option<MsgBuf>>() + 4 + size_of::<Held>())
+            + CONTROL_BUFS * size_of::<Option<MsgBuf>>()
+    }
+
+    /// Bytes of one invocation record.
+    pub(crate) fn invocation_bytes() -> usize {
+        size_of::<Inv1>()
+    }
+
+    /// Writes edge `ep`'s next frame.
+    pub(crate) fn transmit(
+        &mut self,
+        io: &mut crate::engine::inc_engine::Io<'_>,
+        ep: u16,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        let e = self.edges.get_mut(usize::from(ep))?;
+        e.qp.poll_transmit(io.now, buf).ok().flatten()
+    }
+
+    /// The endpoints' next timer.
+    pub(crate) fn poll_timeout(&self) -> Option<crate::time::Instant> {
+        self.edges.iter().filter_map(|e| e.qp.poll_timeout()).min()
+    }
+
+    /// Fires the endpoints' timers; whether any was due.
+    pub(crate) fn handle_timeout(&mut self, now: crate::time::Instant) -> bool {
+        let mut any = false;
+        for e in &mut self.edges {
+            if e.qp.poll_timeout().is_some_and(|d| d <= now) {
+                e.qp.handle_timeout(now);
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Bytes of buffers: every edge's W + 1 receive buffers, W result
+    /// buffers and the accumulator. [M1-011]
+    pub(crate) fn buffer_bytes(cfg: &ContextConfig) -> usize {
+        let msg = usize::from(cfg.max_payload) * cfg.message_packets.max(1) as usize;
+        let w = cfg.slots as usize;
+        cfg.endpoints.len() * (recv_bufs(cfg.slots) * msg + CONTROL_BUFS * EPIC_HEADER_LEN)
+            + w * msg
+            + 2 * msg
+    }
+}
