@@ -30,7 +30,7 @@ use report::{Row, RunStats, Setup};
 /// Arguments of `epic sim`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct SimArgs {
-    /// Switch mode: 2 (translated), 3 (augmented) or all.
+    /// Switch mode: 1 (terminated), 2 (translated), 3 (augmented) or all.
     #[arg(long, value_enum, default_value = "all")]
     mode: ModeArg,
     /// The collective, or all six.

@@ -8,22 +8,26 @@ use netsim::inc::TreeSpec;
 /// `--mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ModeArg {
+    /// Mode I, connection terminated.
+    #[value(name = "1", alias = "i")]
+    One,
     /// Mode II, connection translated.
     #[value(name = "2", alias = "ii")]
     Two,
     /// Mode III, connection augmented.
     #[value(name = "3", alias = "iii")]
     Three,
-    /// Both.
+    /// All three.
     All,
 }
 
 impl ModeArg {
     pub(super) fn modes(self) -> &'static [Mode] {
         match self {
+            ModeArg::One => &[Mode::Terminated],
             ModeArg::Two => &[Mode::Translated],
             ModeArg::Three => &[Mode::Augmented],
-            ModeArg::All => &[Mode::Translated, Mode::Augmented],
+            ModeArg::All => &[Mode::Terminated, Mode::Translated, Mode::Augmented],
         }
     }
 }

@@ -151,6 +151,7 @@ pub(crate) fn size_label(bytes: u64) -> String {
 
 fn mode_label(mode: u8) -> &'static str {
     match mode {
+        1 => "I",
         2 => "II",
         3 => "III",
         _ => "?",

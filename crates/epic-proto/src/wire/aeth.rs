@@ -87,6 +87,7 @@ impl Syndrome {
 }
 
 impl From<u8> for Syndrome {
+    #[inline]
     fn from(b: u8) -> Syndrome {
         let value = b & 0x1f;
         match b >> 5 {
@@ -204,6 +205,7 @@ pub struct AethRepr {
 
 impl AethRepr {
     /// Parses a checked AETH.
+    #[inline(always)]
     pub fn parse<T: AsRef<[u8]>>(p: &AethPacket<T>) -> Result<AethRepr, Error> {
         p.check_len()?;
         Ok(AethRepr {

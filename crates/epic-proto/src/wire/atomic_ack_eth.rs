@@ -32,6 +32,7 @@ pub struct AtomicAckEthRepr {
 
 impl AtomicAckEthRepr {
     /// Parses a checked AtomicAckETH.
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &AtomicAckEthPacket<T>) -> Result<AtomicAckEthRepr, Error> {
         p.check_len()?;
         Ok(AtomicAckEthRepr {

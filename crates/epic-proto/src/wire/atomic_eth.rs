@@ -63,6 +63,7 @@ pub struct AtomicEthRepr {
 
 impl AtomicEthRepr {
     /// Parses a checked AtomicETH.
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &AtomicEthPacket<T>) -> Result<AtomicEthRepr, Error> {
         p.check_len()?;
         Ok(AtomicEthRepr {

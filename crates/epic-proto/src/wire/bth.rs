@@ -217,6 +217,7 @@ impl BthRepr {
 
     /// Parses a checked BTH. The TVer is reported, not judged; frame parsing
     /// enforces [WIRE-041].
+    #[inline(always)]
     pub fn parse<T: AsRef<[u8]>>(packet: &BthPacket<T>) -> Result<BthRepr, Error> {
         packet.check_len()?;
         Ok(BthRepr {

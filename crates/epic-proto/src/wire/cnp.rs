@@ -23,6 +23,7 @@ pub struct CnpRepr;
 
 impl CnpRepr {
     /// Parses a checked CNP body; the reserved bytes are ignored.
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &CnpPacket<T>) -> Result<CnpRepr, Error> {
         p.check_len()?;
         Ok(CnpRepr)

@@ -46,6 +46,7 @@ pub struct DethRepr {
 
 impl DethRepr {
     /// Parses a checked DETH.
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &DethPacket<T>) -> Result<DethRepr, Error> {
         p.check_len()?;
         Ok(DethRepr {

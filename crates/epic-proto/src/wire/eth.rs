@@ -118,6 +118,7 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
 
     /// Checks that the whole header, including a tag if the outer EtherType
     /// announces one, is present. After this no accessor can misread.
+    #[inline(always)]
     pub fn check_len(&self) -> Result<(), Error> {
         let buf = self.buffer.as_ref();
         field::check_len(buf, fields::UNTAGGED_LEN, Layer::Ethernet)?;
@@ -160,12 +161,14 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
     }
 
     /// The 802.1Q tag, if any.
+    #[inline(always)]
     pub fn vlan(&self) -> Option<VlanTag> {
         self.has_vlan()
             .then(|| VlanTag::from_tci(field::u16_at(self.buffer.as_ref(), fields::VLAN_TCI.start)))
     }
 
     /// The EtherType of the payload (inside the tag, if tagged).
+    #[inline(always)]
     pub fn ethertype(&self) -> EtherType {
         if self.has_vlan() {
             field::u16_at(self.buffer.as_ref(), fields::INNER_ETHERTYPE.start).into()
@@ -175,6 +178,7 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
     }
 
     /// Header length: 14, or 18 when tagged.
+    #[inline(always)]
     pub fn header_len(&self) -> usize {
         if self.has_vlan() {
             fields::TAGGED_LEN
@@ -217,6 +221,7 @@ pub struct EthernetRepr {
 
 impl EthernetRepr {
     /// Parses the header of a checked frame.
+    #[inline(always)]
     pub fn parse<T: AsRef<[u8]>>(frame: &EthernetFrame<T>) -> Result<EthernetRepr, Error> {
         frame.check_len()?;
         Ok(EthernetRepr {

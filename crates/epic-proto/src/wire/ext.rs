@@ -87,6 +87,7 @@ impl ExtHeaders {
     /// Like [`parse`](Self::parse), but fills `out` header by header, so
     /// that on an error `out` still holds the headers before the failing
     /// one (for lax decoding). Returns the length parsed.
+    #[inline(always)]
     pub fn parse_into(
         buf: &[u8],
         layout: HeaderLayout,

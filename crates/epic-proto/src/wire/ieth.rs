@@ -32,6 +32,7 @@ pub struct IethRepr {
 
 impl IethRepr {
     /// Parses a checked IETH.
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &IethPacket<T>) -> Result<IethRepr, Error> {
         p.check_len()?;
         Ok(IethRepr { rkey: p.rkey() })

@@ -30,6 +30,7 @@ pub struct ImmDtRepr(pub u32);
 
 impl ImmDtRepr {
     /// Parses a checked ImmDt.
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &ImmDtPacket<T>) -> Result<ImmDtRepr, Error> {
         p.check_len()?;
         Ok(ImmDtRepr(p.value()))

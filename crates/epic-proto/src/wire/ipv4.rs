@@ -113,6 +113,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 
     /// Checks that the 20-byte header is present, IHL is 5 and the total
     /// length fits the buffer. [WIRE-021] [WIRE-022]
+    #[inline(always)]
     pub fn check_len(&self) -> Result<(), Error> {
         let buf = self.buffer.as_ref();
         field::check_len(buf, fields::HEADER_LEN, Layer::Ipv4)?;
@@ -228,6 +229,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     }
 
     /// Whether the header checksum is correct. [WIRE-025]
+    #[inline]
     pub fn verify_checksum(&self) -> bool {
         internet_checksum(field::slice(self.buffer.as_ref(), 0..fields::HEADER_LEN)) == 0
     }
@@ -273,6 +275,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
 
 /// The ones'-complement Internet checksum of `data` (RFC 1071); zero when
 /// `data` already contains a correct checksum.
+#[inline]
 pub fn internet_checksum(data: &[u8]) -> u16 {
     let mut sum: u32 = 0;
     let mut chunks = data.chunks_exact(2);
@@ -319,6 +322,7 @@ pub struct Ipv4Repr {
 impl Ipv4Repr {
     /// Parses a checked packet: rejects fragments. The header checksum is not
     /// judged here; see [`Ipv4Packet::verify_checksum`]. [WIRE-023]
+    #[inline(always)]
     pub fn parse<T: AsRef<[u8]>>(packet: &Ipv4Packet<T>) -> Result<Ipv4Repr, Error> {
         packet.check_len()?;
         if packet.more_frags() || packet.frag_offset() != 0 {
@@ -357,20 +361,26 @@ impl Ipv4Repr {
         }
         let total = usize::from(self.payload_len) + fields::HEADER_LEN;
         let total = u16::try_from(total).map_err(|_| EmitError::TooLong { len: total })?;
-        field::set_u8(buf, fields::VER_IHL, 0x45);
-        field::set_u8(buf, fields::TOS, self.tos());
-        field::set_u16(buf, fields::LENGTH.start, total);
-        field::set_u16(buf, fields::IDENT.start, self.ident);
+        // Built and checksummed on the stack, then written at once: the
+        // checksum would otherwise read back, in 16-bit words, bytes just
+        // stored one by one, and wait for them to reach the cache.
+        let mut hdr = [0u8; fields::HEADER_LEN];
+        field::set_u8(&mut hdr, fields::VER_IHL, 0x45);
+        field::set_u8(&mut hdr, fields::TOS, self.tos());
+        field::set_u16(&mut hdr, fields::LENGTH.start, total);
+        field::set_u16(&mut hdr, fields::IDENT.start, self.ident);
         field::set_u16(
-            buf,
+            &mut hdr,
             fields::FLAGS_FRAG.start,
             if self.dont_frag { FLAG_DF } else { 0 },
         );
-        field::set_u8(buf, fields::TTL, self.ttl);
-        field::set_u8(buf, fields::PROTOCOL, self.protocol.into());
-        field::set_bytes(buf, fields::SRC.start, &self.src.octets());
-        field::set_bytes(buf, fields::DST.start, &self.dst.octets());
-        Ipv4Packet::new_unchecked(buf).fill_checksum();
+        field::set_u8(&mut hdr, fields::TTL, self.ttl);
+        field::set_u8(&mut hdr, fields::PROTOCOL, self.protocol.into());
+        field::set_bytes(&mut hdr, fields::SRC.start, &self.src.octets());
+        field::set_bytes(&mut hdr, fields::DST.start, &self.dst.octets());
+        let sum = internet_checksum(&hdr);
+        field::set_u16(&mut hdr, fields::CHECKSUM.start, sum);
+        field::set_bytes(buf, 0, &hdr);
         Ok(())
     }
 

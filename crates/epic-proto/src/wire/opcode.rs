@@ -188,6 +188,7 @@ impl Opcode {
 
     /// The extension headers this opcode carries, or `None` when the opcode
     /// is unknown and its layout cannot be known. [WIRE-042]
+    #[inline(always)]
     pub fn layout(self) -> Option<HeaderLayout> {
         use Opcode::*;
         let none = HeaderLayout::none();

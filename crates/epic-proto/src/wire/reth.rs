@@ -55,6 +55,7 @@ pub struct RethRepr {
 
 impl RethRepr {
     /// Parses a checked RETH.
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &RethPacket<T>) -> Result<RethRepr, Error> {
         p.check_len()?;
         Ok(RethRepr {

@@ -47,6 +47,7 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     /// Checks that the header is present and that the length field is at
     /// least 8 and equals the buffer length (the buffer is the IPv4 payload).
     /// [WIRE-031]
+    #[inline(always)]
     pub fn check_len(&self) -> Result<(), Error> {
         let buf = self.buffer.as_ref();
         field::check_len(buf, fields::HEADER_LEN, Layer::Udp)?;
@@ -130,6 +131,7 @@ pub struct UdpRepr {
 
 impl UdpRepr {
     /// Parses a checked datagram.
+    #[inline(always)]
     pub fn parse<T: AsRef<[u8]>>(packet: &UdpPacket<T>) -> Result<UdpRepr, Error> {
         packet.check_len()?;
         Ok(UdpRepr {
