@@ -47,26 +47,8 @@ fn clean_matrix() {
     for mode in [Mode::Translated, Mode::Augmented] {
         for topo in ["tree-2-4", "tree-3-2"] {
             let mut cl = pp_cluster(topo, mode, LinkConfig::default(), 1, Psn::ZERO);
-            for c in COLLECTIVES {
-                for dt in DTYPES {
-                    let ops: &[ReduceOp] = if c.reduces() { &OPS } else { &[ReduceOp::None] };
-                    for &op in ops {
-                        for (n, root) in [(0usize, 0u16), (1, 1), (3000, 3)] {
-                            let what = format!(
-                                "per-pattern {mode:?} {topo} {} {} {} n={n}",
-                                c.name(),
-                                dt.name(),
-                                op.name()
-                            );
-                            let k = case(c, dt, op, root, 4, n, n as u64);
-                            check(&mut cl, &k, &what);
-                        }
-                        if c == Collective::Barrier {
-                            break;
-                        }
-                    }
-                }
-            }
+            let sizes = [(0usize, 0u16), (1, 1), (3000, 3)];
+            inc_common::clean_matrix(&mut cl, &format!("per-pattern {mode:?} {topo}"), &sizes);
             // The switches translated; nothing was refused or misplaced.
             for reason in [
                 EngineDropReason::ControlMismatch,
@@ -140,50 +122,17 @@ fn qps_never_move() {
     }
 }
 
-/// Seeds per loss rate: `EPIC_INC_SWEEP=full` runs 20, otherwise 2.
-fn seeds() -> u64 {
-    if std::env::var("EPIC_INC_SWEEP").as_deref() == Ok("full") {
-        20
-    } else {
-        2
-    }
-}
-
 #[test]
 fn lossy_matrix() {
-    let seeds = seeds();
-    for loss in [0.01, 0.05, 0.15] {
-        for mode in [Mode::Translated, Mode::Augmented] {
-            for topo in ["tree-2-4", "tree-3-2"] {
-                for seed in 0..seeds {
-                    let link = LinkConfig::lossy(loss, loss, loss / 2.0);
-                    // Start near the 24-bit wrap on odd seeds.
-                    let start = if seed % 2 == 1 {
-                        Psn::from_truncated(0xff_ff00)
-                    } else {
-                        Psn::ZERO
-                    };
-                    let mut cl = pp_cluster(topo, mode, link, seed + 101, start);
-                    for (ci, c) in COLLECTIVES.into_iter().enumerate() {
-                        let dt = DTYPES[(seed as usize + ci) % 4];
-                        let op = if c.reduces() {
-                            OPS[(seed as usize + ci) % 3]
-                        } else {
-                            ReduceOp::None
-                        };
-                        let n = [0usize, 1, 3000, 40_000, 150_000][seed as usize % 5] + ci;
-                        let root = ((seed + ci as u64) % 4) as u16;
-                        let what = format!(
-                            "per-pattern loss {loss} {mode:?} {topo} seed {seed} {} {} {}",
-                            c.name(),
-                            dt.name(),
-                            op.name()
-                        );
-                        let k = case(c, dt, op, root, 4, n, seed);
-                        check(&mut cl, &k, &what);
-                    }
-                }
-            }
-        }
+    for mode in [Mode::Translated, Mode::Augmented] {
+        inc_common::lossy_matrix(&format!("per-pattern {mode:?}"), |topo, link, seed| {
+            // Start near the 24-bit wrap on odd seeds.
+            let start = if seed % 2 == 1 {
+                Psn::from_truncated(0xff_ff00)
+            } else {
+                Psn::ZERO
+            };
+            pp_cluster(topo, mode, link, seed + 101, start)
+        });
     }
 }

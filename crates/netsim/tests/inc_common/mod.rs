@@ -191,3 +191,66 @@ pub fn check(cl: &mut Cluster, case: &Case, what: &str) -> Duration {
     }
     run.elapsed
 }
+
+/// Every collective × data type × op on one cluster, at `sizes` (elements
+/// per rank, root rank), checked against the reference. `label` names the
+/// configuration in failures.
+pub fn clean_matrix(cl: &mut Cluster, label: &str, sizes: &[(usize, u16)]) {
+    for c in COLLECTIVES {
+        for dt in DTYPES {
+            let ops: &[ReduceOp] = if c.reduces() { &OPS } else { &[ReduceOp::None] };
+            for &op in ops {
+                for &(n, root) in sizes {
+                    let what = format!("{label} {} {} {} n={n}", c.name(), dt.name(), op.name());
+                    let k = case(c, dt, op, root, 4, n, n as u64);
+                    check(cl, &k, &what);
+                }
+                if c == Collective::Barrier {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Seeds per loss rate: `EPIC_INC_SWEEP=full` runs 20, otherwise 2.
+pub fn sweep_seeds() -> u64 {
+    if std::env::var("EPIC_INC_SWEEP").as_deref() == Ok("full") {
+        20
+    } else {
+        2
+    }
+}
+
+/// Under 1 %, 5 % and 15 % loss (with reordering and duplication) on
+/// every link, for [`sweep_seeds`] seeds each: a fresh cluster from
+/// `build(topology, link, seed)` runs all six collectives, the data type,
+/// op, size and root rotating with the seed; every result is checked.
+pub fn lossy_matrix(label: &str, mut build: impl FnMut(&str, LinkConfig, u64) -> Cluster) {
+    for loss in [0.01, 0.05, 0.15] {
+        for topo in ["tree-2-4", "tree-3-2"] {
+            for seed in 0..sweep_seeds() {
+                let link = LinkConfig::lossy(loss, loss, loss / 2.0);
+                let mut cl = build(topo, link, seed);
+                for (ci, c) in COLLECTIVES.into_iter().enumerate() {
+                    let dt = DTYPES[(seed as usize + ci) % 4];
+                    let op = if c.reduces() {
+                        OPS[(seed as usize + ci) % 3]
+                    } else {
+                        ReduceOp::None
+                    };
+                    let n = [0usize, 1, 3000, 40_000, 150_000][seed as usize % 5] + ci;
+                    let root = ((seed + ci as u64) % 4) as u16;
+                    let what = format!(
+                        "{label} loss {loss} {topo} seed {seed} {} {} {}",
+                        c.name(),
+                        dt.name(),
+                        op.name()
+                    );
+                    let k = case(c, dt, op, root, 4, n, seed);
+                    check(&mut cl, &k, &what);
+                }
+            }
+        }
+    }
+}
