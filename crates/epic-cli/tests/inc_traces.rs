@@ -26,7 +26,7 @@ fn traces() -> Vec<PathBuf> {
         }
     }
     out.sort();
-    assert_eq!(out.len(), 36, "6 links x 3 collectives x 2 modes");
+    assert_eq!(out.len(), 54, "6 links x 3 collectives x 3 modes");
     out
 }
 

@@ -1,4 +1,4 @@
-//! Golden traces of the IncEngine: for Mode II and Mode III, one
+//! Golden traces of the IncEngine: for Modes I, II and III, one
 //! AllReduce, one Reduce (root 2) and one Broadcast (root 1) of 1,000 FP32
 //! elements (4 packets at MTU 1024) on Tree-3-2 with seed 7 and 10 % loss
 //! on rank 0's link. Every link of the tree is captured (both directions,
@@ -8,7 +8,8 @@
 //!
 //!     EPIC_BLESS=1 cargo test -p netsim --test inc_golden
 //!
-//! SPEC: [ENG-001] [ENG-053] [M2-014] [M2-031] [M3-021] [M3-031] [CTL-015]
+//! SPEC: [ENG-001] [ENG-053] [M1-001] [M1-031] [M1-033] [M2-014] [M2-031] [M3-021] [M3-031]
+//! [CTL-015]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -92,7 +93,7 @@ fn traces(mode: Mode, c: Collective) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn golden_traces_of_every_link() {
     let bless = std::env::var("EPIC_BLESS").as_deref() == Ok("1");
-    for mode in [Mode::Translated, Mode::Augmented] {
+    for mode in [Mode::Terminated, Mode::Translated, Mode::Augmented] {
         for c in [
             Collective::AllReduce,
             Collective::Reduce,
