@@ -65,12 +65,13 @@ impl Context {
         let parent = self.shape.parent;
         let down = self.shape.outs(Pattern::AllReduce, PipeId::Down);
         let mut moved = false;
-        for age in (0..INVOCATION_SLOTS).rev() {
+        let Some(order) = self.term.as_ref().map(|t| t.slots_oldest_first()) else {
+            return false;
+        };
+        for slot in order.into_iter().flatten() {
             let Some(t) = self.term.as_mut() else {
                 return moved;
             };
-            let Some(newest) = t.newest else { return moved };
-            let slot = (newest + INVOCATION_SLOTS - age) % INVOCATION_SLOTS;
             let Some(inv) = t.invs.get_mut(slot).and_then(Option::as_mut) else {
                 continue;
             };

@@ -7,7 +7,6 @@
 //! complete: the hop-by-hop flow control of Figure 4. [M1-030]…[M1-034]
 
 use super::terminated::{wr, wr_parts, Held, Terminated, WrKind};
-use crate::engine::config::INVOCATION_SLOTS;
 use crate::engine::context::Context;
 use crate::engine::counters::EngineDropReason;
 use crate::engine::inc_engine::Io;
@@ -89,12 +88,8 @@ impl Context {
         let Some(t) = self.term.as_mut() else {
             return false;
         };
-        let Some(newest) = t.newest else {
-            return false;
-        };
         let mut moved = false;
-        for age in (0..INVOCATION_SLOTS).rev() {
-            let slot = (newest + INVOCATION_SLOTS - age) % INVOCATION_SLOTS;
+        for slot in t.slots_oldest_first().into_iter().flatten() {
             while up1(t, io, shape, slot) {
                 moved = true;
             }

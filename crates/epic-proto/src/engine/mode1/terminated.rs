@@ -196,6 +196,19 @@ impl Terminated {
         })
     }
 
+    /// Ring slots of the invocations, oldest first (empty before the
+    /// first install).
+    /// A copy, so the caller may change the state while it walks them.
+    pub(crate) fn slots_oldest_first(&self) -> [Option<usize>; INVOCATION_SLOTS] {
+        let mut out = [None; INVOCATION_SLOTS];
+        if let Some(n) = self.newest {
+            for (i, slot) in out.iter_mut().enumerate() {
+                *slot = Some((n + 1 + i) % INVOCATION_SLOTS);
+            }
+        }
+        out
+    }
+
     /// Moves every endpoint to the group's start PSN (all quiescent).
     pub(crate) fn set_start_psn(&mut self, start: Psn) {
         for e in &mut self.edges {
