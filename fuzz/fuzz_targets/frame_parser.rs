@@ -27,14 +27,19 @@
 //!     else changed; after `refresh_checksums` it passes `verify()`. The UDP
 //!     checksum ends up unchanged, zero or correct, and never stale after a
 //!     change to the bytes it covers [WIRE-032].
+//! (d) The ACK fast path `AckFrame::parse_verified` accepts only frames
+//!     `RoceFrame::parse_verified` accepts, as RC ACKs with the same
+//!     addresses, QP, PSN and AETH; and on every frame it accepts, the fast
+//!     emitter `AckFrameRepr::emit` rebuilds the general emitter's bytes
+//!     [WIRE-065] [WIRE-066].
 
 #![no_main]
 
 use epic_proto::wire::{
-    icrc, is_epic_control, refresh_checksums, rewrite_headers, Dscp, Ecn, EmitError, EpicViolation,
-    Error, ErrorKind, EtherType, EthernetAddress, FrameLayout, HeaderRewrite, IpProtocol, LaxFrame,
-    Layer, Qpn, RoceFrame, RoceFrameRepr, BTH_LEN, ICRC_LEN, IPV4_HEADER_LEN, ROCEV2_PORT,
-    UDP_HEADER_LEN,
+    icrc, is_epic_control, refresh_checksums, rewrite_headers, AckFrame, AckFrameRepr, BthRepr,
+    Dscp, Ecn, EmitError, EpicViolation, Error, ErrorKind, EtherType, EthernetAddress, FrameLayout,
+    HeaderRewrite, IpProtocol, LaxFrame, Layer, Opcode, Qpn, RoceFrame, RoceFrameRepr,
+    ACK_FRAME_LEN, BTH_LEN, ICRC_LEN, IPV4_HEADER_LEN, ROCEV2_PORT, UDP_HEADER_LEN,
 };
 use epic_proto::Psn;
 use libfuzzer_sys::fuzz_target;
@@ -54,7 +59,53 @@ fuzz_target!(|data: &[u8]| {
     }
     check_rewrite(data, &strict, &lax);
     check_refresh(data, &strict, &lax);
+    check_ack_fast_path(data);
 });
+
+/// (d): the ACK fast path never disagrees with the general parser.
+fn check_ack_fast_path(data: &[u8]) {
+    let Some(a) = AckFrame::parse_verified(data) else {
+        return;
+    };
+    let f = RoceFrame::parse_verified(data)
+        .unwrap_or_else(|e| panic!("fast path accepted a frame the parser refuses: {e:?}"));
+    assert_eq!(f.bth.opcode, Opcode::RcAcknowledge);
+    assert_eq!((a.src, a.dst), (f.ipv4.src, f.ipv4.dst));
+    assert_eq!((a.dest_qp, a.psn), (f.bth.dest_qp, f.bth.psn));
+    assert_eq!(Some(a.aeth), f.ext.aeth);
+    let fast = AckFrameRepr {
+        dst_mac: f.eth.dst,
+        src_mac: f.eth.src,
+        src: a.src,
+        dst: a.dst,
+        ident: f.ipv4.ident,
+        src_port: f.udp.src_port,
+        dest_qp: a.dest_qp,
+        psn: a.psn,
+        aeth: a.aeth,
+    };
+    let mut general = f.repr();
+    general.ipv4.dscp = Dscp::default();
+    general.ipv4.ecn = Ecn::NotEct;
+    general.ipv4.dont_frag = true;
+    general.ipv4.ttl = 64;
+    general.udp.checksum = 0;
+    general.bth.solicited = false;
+    general.bth.mig_req = false;
+    general.bth.pkey = BthRepr::DEFAULT_PKEY;
+    general.bth.fecn = false;
+    general.bth.becn = false;
+    general.bth.ack_req = false;
+    let mut x = [0u8; ACK_FRAME_LEN];
+    let mut y = [0u8; 2 * ACK_FRAME_LEN];
+    let n = fast.emit(&mut x).expect("fast ACK emit");
+    let m = general.emit(&[], &mut y).expect("general ACK emit");
+    assert_eq!(
+        range(&x, 0, n),
+        range(&y, 0, m),
+        "fast and general ACK bytes"
+    );
+}
 
 // ---------------------------------------------------------------------------
 // Small byte helpers that cannot panic themselves, so that every panic is

@@ -253,6 +253,31 @@ pub const MAX_CONTEXT_ENDPOINTS: usize = 64;
 /// live on a switch. [CTL-020]
 pub const INVOCATION_SLOTS: usize = 4;
 
+/// The largest Mode I window W and message length M, in messages and
+/// packets. [M1-010]
+pub const MODE1_MAX_WINDOW: u32 = 1024;
+
+/// Mode I's window W for a hop of `bits_per_second` and one-way latency
+/// `latency`: the fewest messages of `message_packets` × `max_payload`
+/// bytes that hold the hop's bandwidth-delay product 2BL (Appendix F.3),
+/// from 1 to [`MODE1_MAX_WINDOW`]. With it, the message buffers a context
+/// of degree D (tree edges) is charged, `ContextFootprint::payload` =
+/// (D + 1) × W × M × U, come to at least (D + 1) × 2BL and less than
+/// (D + 1) × (2BL + M × U) while W is under the cap. [M1-012]
+pub fn mode1_window(
+    bits_per_second: u64,
+    latency: Duration,
+    max_payload: u16,
+    message_packets: u32,
+) -> u32 {
+    // 2BL in bytes, rounded up: B × L × 2 / 8 with L in ns.
+    let bdp =
+        (u128::from(bits_per_second) * u128::from(latency.as_nanos())).div_ceil(4_000_000_000);
+    let msg = u128::from(max_payload) * u128::from(message_packets.max(1));
+    let w = bdp.div_ceil(msg.max(1));
+    u32::try_from(w.clamp(1, u128::from(MODE1_MAX_WINDOW))).unwrap_or(MODE1_MAX_WINDOW)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,11 +16,13 @@ use super::error::InstallError;
 use super::modules::lookup_table::{Entry, LookupTable};
 use super::modules::translate_header::{translate_header, Outgoing, Source};
 use super::txq::{TxQueue, WorkList};
+use crate::roce::rxe_udp_sport;
 use crate::time::Instant;
 use crate::wire::{
-    AethRepr, CnpRepr, ErrorKind, ExtHeaders, GroupId, LaxFrame, Layer, Opcode, RoceFrame,
-    EPIC_IMM_TAG,
+    AckFrame, AckFrameRepr, AethRepr, CnpRepr, ErrorKind, ExtHeaders, GroupId, LaxFrame, Layer,
+    Opcode, Qpn, RoceFrame, EPIC_IMM_TAG,
 };
+use core::net::Ipv4Addr;
 
 /// Headroom for headers beyond the payload in a frame buffer: Ethernet with
 /// a VLAN tag, IPv4, UDP, BTH, ImmDt, ICRC and pad, rounded up.
@@ -224,6 +226,14 @@ impl IncEngine {
     /// Handles one frame that arrived on `port`. [ENG-001]
     pub fn handle_frame(&mut self, now: Instant, port: PortNo, frame: &[u8]) -> Disposition {
         self.counters.rx_frames += 1;
+        // The ACK fast path: the same checks and the same outcome as the
+        // general path below, without building a whole `RoceFrame`.
+        // [WIRE-065]
+        if let Some(ack) = AckFrame::parse_verified(frame) {
+            if let Some(d) = self.ack(now, port, &ack) {
+                return d;
+            }
+        }
         match RoceFrame::parse_verified(frame) {
             Ok(f) => self.dispatch(now, port, &f),
             Err(e) => self.parse_failure(frame, e.layer, e.kind),
@@ -244,23 +254,70 @@ impl IncEngine {
         self.dispatch(now, port, f)
     }
 
-    fn dispatch(&mut self, now: Instant, port: PortNo, f: &RoceFrame<'_>) -> Disposition {
-        if f.ipv4.dst != self.cfg.ip {
+    /// The context endpoint a frame to `dst`, QP `qp`, arriving on `port`
+    /// belongs to, or what became of the frame (counted) when it belongs
+    /// to none.
+    fn route(&mut self, port: PortNo, dst: Ipv4Addr, qp: Qpn) -> Result<Entry, Disposition> {
+        if dst != self.cfg.ip {
             self.counters.rx_not_epic += 1;
-            return Disposition::NotEpic;
+            return Err(Disposition::NotEpic);
         }
-        let Some(entry) = self.table.lookup(f.bth.dest_qp) else {
+        let Some(entry) = self.table.lookup(qp) else {
             self.counters.drop(EngineDropReason::UnknownQp);
-            return Disposition::Consumed;
+            return Err(Disposition::Consumed);
+        };
+        let ep_port = self
+            .contexts
+            .get(usize::from(entry.ctx))
+            .and_then(|c| c.eps.get(usize::from(entry.ep)))
+            .map(|e| e.cfg.port);
+        match ep_port {
+            None => {
+                self.counters.drop(EngineDropReason::UnknownQp);
+                Err(Disposition::Consumed)
+            }
+            Some(p) if p != port => {
+                self.counters.drop(EngineDropReason::WrongPort);
+                Err(Disposition::Consumed)
+            }
+            Some(_) => Ok(entry),
+        }
+    }
+
+    /// An ACK from the fast path; `None` sends it down the general path
+    /// (a Mode I context runs its own RC endpoint on the whole frame).
+    fn ack(&mut self, now: Instant, port: PortNo, a: &AckFrame) -> Option<Disposition> {
+        let entry = match self.route(port, a.dst, a.dest_qp) {
+            Ok(entry) => entry,
+            Err(d) => return Some(d),
+        };
+        let ctx = self.contexts.get_mut(usize::from(entry.ctx))?;
+        if ctx.term.is_some() {
+            return None;
+        }
+        let mut io = Io {
+            cfg: &self.cfg,
+            counters: &mut self.counters,
+            txq: &mut self.txq,
+            work: &mut self.work,
+            ident: &mut self.ident,
+            scratch: &mut self.scratch,
+            ctx: entry.ctx,
+            now,
+        };
+        io.counters.rx_acks += 1;
+        ctx.handle_ack(&mut io, entry.ep, a.psn, a.aeth);
+        Some(Disposition::Consumed)
+    }
+
+    fn dispatch(&mut self, now: Instant, port: PortNo, f: &RoceFrame<'_>) -> Disposition {
+        let entry = match self.route(port, f.ipv4.dst, f.bth.dest_qp) {
+            Ok(entry) => entry,
+            Err(d) => return d,
         };
         let Some(ctx) = self.contexts.get_mut(usize::from(entry.ctx)) else {
-            self.counters.drop(EngineDropReason::UnknownQp);
             return Disposition::Consumed;
         };
-        if ctx.eps.get(usize::from(entry.ep)).map(|e| e.cfg.port) != Some(port) {
-            self.counters.drop(EngineDropReason::WrongPort);
-            return Disposition::Consumed;
-        }
         let mut io = Io {
             cfg: &self.cfg,
             counters: &mut self.counters,
@@ -470,7 +527,8 @@ fn validate(cfg: &ContextConfig, max_group: u16) -> Result<(), InstallError> {
     if cfg.mode == Mode::Terminated {
         // Mode I: W message buffers of M packets per edge, packets of one
         // path MTU. [M1-010]
-        if !(1..=1024).contains(&cfg.slots) || !(1..=1024).contains(&cfg.message_packets) {
+        let max = super::config::MODE1_MAX_WINDOW;
+        if !(1..=max).contains(&cfg.slots) || !(1..=max).contains(&cfg.message_packets) {
             return Err(InstallError::Invalid {
                 what: "slots/message_packets: Mode I needs 1 to 1024 messages of 1 to 1024 packets",
             });
@@ -514,7 +572,8 @@ pub(crate) fn queue_frame(
     }
 }
 
-/// Writes an ACK/NAK frame toward `ep` into `buf`.
+/// Writes an ACK/NAK frame toward `ep` into `buf`: TranslateHeader for
+/// the one frame shape that needs no general emitter. [ENG-053] [WIRE-066]
 pub(crate) fn emit_response(
     io: &mut Io<'_>,
     ep: &super::config::EndpointConfig,
@@ -522,20 +581,23 @@ pub(crate) fn emit_response(
     buf: &mut [u8],
 ) -> Option<usize> {
     *io.ident = io.ident.wrapping_add(1);
-    let pkt = Outgoing {
-        opcode: Opcode::RcAcknowledge,
+    let src = io.source();
+    AckFrameRepr {
+        dst_mac: ep.remote_mac,
+        src_mac: src.mac,
+        src: src.ip,
+        dst: ep.remote_ip,
+        ident: *io.ident,
+        src_port: rxe_udp_sport(ep.local_qpn, ep.remote_qpn),
+        dest_qp: ep.remote_qpn,
         psn: r.psn,
-        ack_req: false,
-        becn: false,
-        ext: ExtHeaders {
-            aeth: Some(AethRepr {
-                syndrome: r.syndrome,
-                msn: r.msn,
-            }),
-            ..ExtHeaders::default()
+        aeth: AethRepr {
+            syndrome: r.syndrome,
+            msn: r.msn,
         },
-    };
-    translate_header(io.source(), *io.ident, ep, &pkt, &[], buf).ok()
+    }
+    .emit(buf)
+    .ok()
 }
 
 /// Writes a CNP toward `ep` into `buf`. [M3-060]

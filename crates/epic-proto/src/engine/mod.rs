@@ -55,9 +55,11 @@ mod txq;
 mod install_tests;
 
 #[cfg(feature = "alloc")]
+pub use config::mode1_window;
+#[cfg(feature = "alloc")]
 pub use config::{
     ContextConfig, EndpointConfig, EngineConfig, Mode, PatternBinding, Peer, Pitfall, PortNo,
-    PsnAlignment, INVOCATION_SLOTS, MAX_CONTEXT_ENDPOINTS,
+    PsnAlignment, INVOCATION_SLOTS, MAX_CONTEXT_ENDPOINTS, MODE1_MAX_WINDOW,
 };
 #[cfg(feature = "alloc")]
 pub use context::{Context, ContextFootprint};

@@ -22,6 +22,7 @@
 
 pub(crate) mod field;
 
+mod ack_frame;
 mod aeth;
 mod atomic_ack_eth;
 mod atomic_eth;
@@ -42,6 +43,7 @@ mod reth;
 mod rewrite;
 mod udp;
 
+pub use ack_frame::{AckFrame, AckFrameRepr, ACK_FRAME_LEN};
 pub use aeth::{AethPacket, AethRepr, NakCode, Syndrome, AETH_LEN, RNR_TIMER_NS};
 pub use atomic_ack_eth::{AtomicAckEthPacket, AtomicAckEthRepr, ATOMIC_ACK_ETH_LEN};
 pub use atomic_eth::{AtomicEthPacket, AtomicEthRepr, ATOMIC_ETH_LEN};

@@ -1,0 +1,172 @@
+//! The RC ACK fast path: the frame a switch handles most often, parsed and
+//! built without the general [`RoceFrame`](super::RoceFrame) machinery.
+//!
+//! An ACK (or NAK) as RoCEv2 hosts and switches send it has one shape:
+//! untagged Ethernet, a 20-byte IPv4 header, UDP to port 4791, a BTH with
+//! opcode `RC_ACKNOWLEDGE`, an AETH and the ICRC — [`ACK_FRAME_LEN`] bytes.
+//! [`AckFrame::parse_verified`] recognizes exactly that shape and returns
+//! `None` for anything else, so that the caller falls back on the general
+//! parser, which then gives the typed error or the frame. It never accepts
+//! a frame the general parser refuses, and the fields it returns are the
+//! ones the general parser would return (checked by a differential test
+//! here and by the `frame_parser` fuzz target). [WIRE-065]
+//!
+//! [`AckFrameRepr::emit`] writes the ACK a switch sends, byte for byte what
+//! [`RoceFrameRepr::emit`](super::RoceFrameRepr::emit) writes for the same
+//! header values. [WIRE-066]
+
+use core::net::Ipv4Addr;
+
+use super::field;
+use super::icrc;
+use super::{
+    internet_checksum, AethRepr, BthRepr, EmitError, EthernetAddress, Qpn, Syndrome, ICRC_LEN,
+    IPV4_HEADER_LEN, ROCEV2_PORT, UDP_HEADER_LEN,
+};
+use crate::psn::Psn;
+
+/// Bytes of an untagged RoCEv2 ACK frame: Ethernet 14, IPv4 20, UDP 8,
+/// BTH 12, AETH 4, ICRC 4.
+pub const ACK_FRAME_LEN: usize = 62;
+
+const IP: usize = 14;
+const UDP: usize = IP + IPV4_HEADER_LEN;
+const BTH: usize = UDP + UDP_HEADER_LEN;
+const AETH: usize = BTH + 12;
+const ICRC: usize = AETH + 4;
+const _: () = assert!(ICRC + ICRC_LEN == ACK_FRAME_LEN);
+
+/// IPv4 total length and UDP length of an ACK.
+const IP_TOTAL: u16 = (ACK_FRAME_LEN - IP) as u16;
+const UDP_TOTAL: u16 = (ACK_FRAME_LEN - UDP) as u16;
+const OPCODE_ACK: u8 = 0x11;
+/// BTH byte 1: SE, MigReq, PadCnt (2 bits), TVer (4 bits).
+const PAD_TVER: u8 = 0x3f;
+
+/// What the engine reads of an ACK. [WIRE-065]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AckFrame {
+    /// IPv4 source.
+    pub src: Ipv4Addr,
+    /// IPv4 destination.
+    pub dst: Ipv4Addr,
+    /// BTH destination QP.
+    pub dest_qp: Qpn,
+    /// BTH PSN.
+    pub psn: Psn,
+    /// The AETH.
+    pub aeth: AethRepr,
+}
+
+impl AckFrame {
+    /// The ACK in `buf` when `buf` is an untagged, [`ACK_FRAME_LEN`]-byte
+    /// RC ACK frame that `RoceFrame::parse_verified` accepts (IPv4 header
+    /// checksum and ICRC verified); `None` for every other frame, valid or
+    /// not. [WIRE-065]
+    #[inline]
+    pub fn parse_verified(buf: &[u8]) -> Option<AckFrame> {
+        let b: &[u8; ACK_FRAME_LEN] = buf.try_into().ok()?;
+        let u16_at = |at: usize| field::u16_at(b, at);
+        // Ethernet: IPv4, no VLAN tag.
+        // IPv4: version 4, IHL 5, the whole datagram, not a fragment (DF
+        // alone may be set), UDP.
+        // UDP: to 4791, the whole segment.
+        // BTH: RC_ACKNOWLEDGE, no pad, TVer 0.
+        let shape = u16_at(12) == 0x0800
+            && field::u8_at(b, IP) == 0x45
+            && u16_at(IP + 2) == IP_TOTAL
+            && u16_at(IP + 6) & 0x3fff == 0
+            && field::u8_at(b, IP + 9) == 17
+            && u16_at(UDP + 2) == ROCEV2_PORT
+            && u16_at(UDP + 4) == UDP_TOTAL
+            && field::u8_at(b, BTH) == OPCODE_ACK
+            && field::u8_at(b, BTH + 1) & PAD_TVER == 0;
+        if !shape || internet_checksum(field::slice(b, IP..UDP)) != 0 {
+            return None;
+        }
+        let carried = u32::from_le_bytes(field::array::<4>(b, ICRC));
+        if icrc::compute(field::slice(b, IP..ICRC)).ok()? != carried {
+            return None;
+        }
+        Some(AckFrame {
+            src: Ipv4Addr::from(field::array::<4>(b, IP + 12)),
+            dst: Ipv4Addr::from(field::array::<4>(b, IP + 16)),
+            dest_qp: Qpn::try_new(field::u24_at(b, BTH + 5)).ok()?,
+            psn: Psn::from_truncated(field::u24_at(b, BTH + 9)),
+            aeth: AethRepr {
+                syndrome: Syndrome::from(field::u8_at(b, AETH)),
+                msn: field::u24_at(b, AETH + 1),
+            },
+        })
+    }
+}
+
+/// An ACK to send: the header values a switch chooses. Everything else is
+/// fixed: no VLAN, DSCP 0 and Not-ECT, DF set, TTL 64, UDP checksum 0,
+/// default P_Key, no BTH flags. [WIRE-066]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AckFrameRepr {
+    /// Ethernet destination.
+    pub dst_mac: EthernetAddress,
+    /// Ethernet source.
+    pub src_mac: EthernetAddress,
+    /// IPv4 source.
+    pub src: Ipv4Addr,
+    /// IPv4 destination.
+    pub dst: Ipv4Addr,
+    /// IPv4 identification.
+    pub ident: u16,
+    /// UDP source port.
+    pub src_port: u16,
+    /// BTH destination QP.
+    pub dest_qp: Qpn,
+    /// BTH PSN.
+    pub psn: Psn,
+    /// The AETH (MSN truncated to 24 bits).
+    pub aeth: AethRepr,
+}
+
+impl AckFrameRepr {
+    /// Writes the [`ACK_FRAME_LEN`]-byte frame into `buf` and returns its
+    /// length. [WIRE-066]
+    #[inline]
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
+        field::check_emit(buf, ACK_FRAME_LEN)?;
+        // Built on the stack and written at once (see `Ipv4Repr::emit`).
+        let mut f = [0u8; ACK_FRAME_LEN];
+        field::set_bytes(&mut f, 0, &self.dst_mac.0);
+        field::set_bytes(&mut f, 6, &self.src_mac.0);
+        field::set_u16(&mut f, 12, 0x0800);
+        field::set_u8(&mut f, IP, 0x45);
+        field::set_u16(&mut f, IP + 2, IP_TOTAL);
+        field::set_u16(&mut f, IP + 4, self.ident);
+        field::set_u16(&mut f, IP + 6, 0x4000);
+        field::set_u8(&mut f, IP + 8, 64);
+        field::set_u8(&mut f, IP + 9, 17);
+        field::set_bytes(&mut f, IP + 12, &self.src.octets());
+        field::set_bytes(&mut f, IP + 16, &self.dst.octets());
+        let sum = internet_checksum(field::slice(&f, IP..UDP));
+        field::set_u16(&mut f, IP + 10, sum);
+        field::set_u16(&mut f, UDP, self.src_port);
+        field::set_u16(&mut f, UDP + 2, ROCEV2_PORT);
+        field::set_u16(&mut f, UDP + 4, UDP_TOTAL);
+        field::set_u8(&mut f, BTH, OPCODE_ACK);
+        field::set_u16(&mut f, BTH + 2, BthRepr::DEFAULT_PKEY);
+        field::set_u24(&mut f, BTH + 5, self.dest_qp.value());
+        field::set_u24(&mut f, BTH + 9, self.psn.value());
+        field::set_u8(&mut f, AETH, self.aeth.syndrome.into());
+        field::set_u24(&mut f, AETH + 1, self.aeth.msn & 0x00ff_ffff);
+        let crc =
+            icrc::compute(field::slice(&f, IP..ICRC)).map_err(|_| EmitError::BufferTooSmall {
+                required: ACK_FRAME_LEN,
+                available: buf.len(),
+            })?;
+        field::set_bytes(&mut f, ICRC, &crc.to_le_bytes());
+        field::set_bytes(buf, 0, &f);
+        Ok(ACK_FRAME_LEN)
+    }
+}
+
+#[cfg(test)]
+#[path = "ack_frame_tests.rs"]
+mod tests;
