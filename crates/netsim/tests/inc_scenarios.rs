@@ -1,8 +1,11 @@
 //! Control-signalling and pacing scenarios on the simulated network: a
 //! lost control message, duplicated control messages, data before its
 //! control message, a rank far behind the others, PSN wraparound during a
-//! collective; and the Figure 6 pitfall as a regression test.
+//! collective, each in Modes II, III and I; and the Figure 6 pitfall as a
+//! regression test. Mode I's flow-control scenarios are in
+//! `inc_mode1_scenarios.rs`.
 //! [CTL-030] [CTL-010] [CTL-012] [CTL-040] [M3-010] [M3-032] [M2-040]
+//! [M1-001] [M1-020] [M1-040] [M1-050]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -20,7 +23,7 @@ use inc_common::*;
 use netsim::inc::{Cluster, ClusterConfig, HostFaults};
 use netsim::LinkConfig;
 
-const MODES: [Mode; 2] = [Mode::Translated, Mode::Augmented];
+const MODES: [Mode; 3] = [Mode::Translated, Mode::Augmented, Mode::Terminated];
 
 fn run_all(cl: &mut Cluster, what: &str, n: usize) {
     for c in COLLECTIVES {
@@ -34,8 +37,30 @@ fn run_all(cl: &mut Cluster, what: &str, n: usize) {
     }
 }
 
+/// [CTL-030] [WIRE-122] [M1-001] [M1-040] Rank `r` sent data the switch
+/// had no control message for: the switch refused it. Modes II and III
+/// check each packet against the invocations the endpoint delivered
+/// (`outside_invocation`). In Mode I the edge's RC endpoint expects the
+/// control's PSN first, so it NAKs the data as out of sequence (counted as
+/// `transport`) and the context never sees it.
+fn assert_data_refused_before_control(cl: &Cluster, r: usize, what: &str) {
+    let outside = cl.switch_drops(EngineDropReason::OutsideInvocation);
+    if cl.cfg.mode != Mode::Terminated {
+        assert!(outside > 0, "{what}: the data must have been refused");
+        return;
+    }
+    assert_eq!(outside, 0, "{what}: Mode I data reached the context early");
+    assert!(
+        cl.switch_drops(EngineDropReason::Transport) > 0,
+        "{what}: the switch's RC endpoint must have refused the data"
+    );
+    let naks = cl.host(r).unwrap().rank.qp().counters().rx_seq_naks;
+    assert!(naks > 0, "{what}: rank {r} must have had a sequence NAK");
+}
+
 /// [CTL-030] A rank's first control message is lost: the switch refuses
-/// its data until the host retransmits the control message.
+/// its data until the host retransmits the control message (Mode I: the
+/// RC endpoint's go-back-N resends both).
 #[test]
 fn lost_control_message() {
     for mode in MODES {
@@ -57,11 +82,9 @@ fn lost_control_message() {
                 20_000,
                 1,
             );
-            check(&mut cl, &k, &format!("{mode:?} {topo} lost control"));
-            assert!(
-                cl.switch_drops(EngineDropReason::OutsideInvocation) > 0,
-                "{mode:?} {topo}: the lost control message must have held data back"
-            );
+            let what = format!("{mode:?} {topo} lost control");
+            check(&mut cl, &k, &what);
+            assert_data_refused_before_control(&cl, 1, &what);
             run_all(
                 &mut cl,
                 &format!("{mode:?} {topo} after a lost control"),
@@ -72,7 +95,10 @@ fn lost_control_message() {
 }
 
 /// [CTL-010] [CTL-012] Every control message arrives twice: each
-/// invocation is installed once and nothing disagrees.
+/// invocation is installed once and nothing disagrees. [M1-020] [M1-040]
+/// In Mode I the copy has the original's PSN: each edge's RC endpoint
+/// refuses it as a duplicate, so the context sees every control once per
+/// edge (its children's and its parent's echo).
 #[test]
 fn duplicated_control_messages() {
     for mode in MODES {
@@ -90,11 +116,17 @@ fn duplicated_control_messages() {
         assert_eq!(cl.switch_drops(EngineDropReason::ControlMismatch), 0);
         for s in 0..3 {
             // 4 single invocations + 4 + 4 for ReduceScatter and AllGather.
-            assert_eq!(
-                cl.engine(s).unwrap().counters().invocations_installed,
-                12,
-                "{mode:?} switch {s}"
-            );
+            let c = cl.engine(s).unwrap().counters();
+            assert_eq!(c.invocations_installed, 12, "{mode:?} switch {s}");
+            if mode == Mode::Terminated {
+                let edges = cl.tree.switches[s].ports.len() as u64;
+                assert_eq!(c.rx_control, 12 * edges, "Mode I switch {s}");
+            }
+        }
+        if mode == Mode::Terminated {
+            // 4 ranks × 12 copies, each refused by a leaf's endpoint.
+            let refused = cl.switch_drops(EngineDropReason::Transport);
+            assert!(refused >= 48, "Mode I: {refused} copies refused");
         }
     }
 }
@@ -121,17 +153,17 @@ fn data_before_control() {
             30_000,
             2,
         );
-        check(&mut cl, &k, &format!("{mode:?} data before control"));
-        assert!(
-            cl.switch_drops(EngineDropReason::OutsideInvocation) > 0,
-            "{mode:?}"
-        );
+        let what = format!("{mode:?} data before control");
+        check(&mut cl, &k, &what);
+        assert_data_refused_before_control(&cl, 2, &what);
         run_all(&mut cl, &format!("{mode:?} after late controls"), 4000);
     }
 }
 
-/// [M3-010] [M2-010] One rank far behind (300 µs of latency against 1 µs):
-/// the others are held within the pipes' range and nothing is corrupted.
+/// [M3-010] [M2-010] [M1-010] One rank far behind (300 µs of latency
+/// against 1 µs): the others are held within the pipes' range (Mode I: by
+/// the switch's W message buffers per edge, see `inc_mode1_scenarios.rs`)
+/// and nothing is corrupted.
 #[test]
 fn rank_far_behind() {
     for mode in MODES {
@@ -149,8 +181,9 @@ fn rank_far_behind() {
     }
 }
 
-/// [WIRE-050] [CTL-040] Every QP and context starts 40 PSNs before the
-/// 24-bit wrap, so invocations cross it.
+/// [WIRE-050] [CTL-040] [M1-050] Every QP and context starts 40 PSNs
+/// before the 24-bit wrap, so invocations cross it (Mode I: the hosts' and
+/// the switch's endpoints, none resynced).
 #[test]
 fn psn_wraparound_during_a_collective() {
     for mode in MODES {

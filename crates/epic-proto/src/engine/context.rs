@@ -25,7 +25,14 @@ use crate::wire::{AethRepr, EpicHeaderRepr, GroupId, RoceFrame};
 pub struct ContextFootprint {
     /// Payload (accumulator) arrays of the pipes: N × 2U for the Up pipe
     /// (2-byte floats accumulate in FP32), N × U for Mode III's Down pipe.
+    /// Mode I: the message buffers of Appendix F.3, (D + 1) × W × M × U
+    /// for a switch of degree D (tree edges): W receive buffers on each
+    /// edge and W result buffers. [M1-011]
     pub payload: usize,
+    /// Mode I only: each edge's extra receive buffer (the control
+    /// message's) and header copies, and the FP32 accumulator of one
+    /// message. [M1-011]
+    pub staging: usize,
     /// Per-child buffers for reproducible invocations.
     pub reproducible: usize,
     /// Degree arrays (one byte per slot per pipe).
@@ -46,6 +53,7 @@ impl ContextFootprint {
     /// Every byte.
     pub fn total(&self) -> usize {
         self.payload
+            + self.staging
             + self.reproducible
             + self.degree
             + self.slot_meta
@@ -62,7 +70,8 @@ impl ContextFootprint {
             // Message buffers replace the pipes. [M1-011]
             let eps = cfg.endpoints.len();
             return ContextFootprint {
-                payload: Terminated::buffer_bytes(cfg),
+                payload: Terminated::message_bytes(cfg),
+                staging: Terminated::staging_bytes(cfg),
                 reproducible: 0,
                 degree: 0,
                 slot_meta: 0,
@@ -79,6 +88,7 @@ impl ContextFootprint {
         let raw_children = raw_children(cfg);
         ContextFootprint {
             payload: n * 2 * u + down * u,
+            staging: 0,
             reproducible: n * raw_children * u,
             degree: n + down,
             slot_meta: (n + down) * super::pipe::SLOT_META_BYTES,
@@ -238,6 +248,7 @@ impl Context {
         let eps = self.eps.len();
         ContextFootprint {
             payload,
+            staging: 0,
             reproducible: repro,
             degree,
             slot_meta: meta,

@@ -162,15 +162,17 @@ fn inconsistent_descriptions_are_refused() {
     assert!(
         matches!(e.install(c), Err(InstallError::Invalid { what }) if what.starts_with("max_payload"))
     );
-    // [M1-011] A valid one is charged its buffers: 4 edges × (W + 1)
-    // receive buffers + W result buffers + the accumulator.
+    // [M1-011] A valid one is charged its buffers: the (D + 1) × W
+    // message buffers (4 edges × W receives + W results), then each edge's
+    // control receive and header copies, and the accumulator.
     let mut c = star(1, 4, Mode::Terminated, 0x1000);
     c.slots = 3;
     c.message_packets = 2;
     c.max_payload = 1024;
     let fp = e.install(c).unwrap();
     let hdr = crate::wire::EPIC_HEADER_LEN;
-    assert_eq!(fp.payload, 4 * (4 * 2048 + 4 * hdr) + 3 * 2048 + 2 * 2048);
+    assert_eq!(fp.payload, (4 + 1) * 3 * 2048);
+    assert_eq!(fp.staging, 4 * (2048 + 4 * hdr) + 2 * 2048);
     assert_eq!(e.arena_used(), fp.total());
     e.remove(GroupId(1)).unwrap();
     assert_eq!(e.arena_used(), 0);
@@ -208,4 +210,56 @@ fn frames_not_for_the_engine() {
     let mut buf = [0u8; 9000];
     assert_eq!(e.poll_transmit(now, &mut buf), None);
     assert_eq!(e.poll_timeout(), None);
+}
+
+/// [M1-012] Appendix F.3: with the window sized for a hop's 2BL, a Mode I
+/// switch of degree D (tree edges) is charged (D + 1) × 2BL of message
+/// buffers, rounded up to whole messages, whatever B, L, U and M.
+#[test]
+fn mode1_buffers_follow_appendix_f3() {
+    use crate::time::Duration;
+    let links = [
+        (100_000_000_000u64, Duration::from_micros(1)),
+        (100_000_000_000, Duration::from_micros(10)),
+        (400_000_000_000, Duration::from_nanos(600)),
+        (25_000_000_000, Duration::from_micros(2)),
+    ];
+    for (b, l) in links {
+        for (u, m) in [(4096u16, 4u32), (1024, 16), (4096, 1), (256, 2)] {
+            for d in [2u16, 3, 5, 9] {
+                let two_bl = (u128::from(b) * u128::from(l.as_nanos())).div_ceil(4_000_000_000);
+                let two_bl = usize::try_from(two_bl).unwrap();
+                let mut c = star(1, d, Mode::Terminated, 0x1000);
+                c.max_payload = u;
+                c.message_packets = m;
+                c.slots = mode1_window(b, l, u, m);
+                let msg = usize::from(u) * m as usize;
+                let mut cfg = EngineConfig::new(
+                    EthernetAddress([2, 0, 0, 1, 0, 0]),
+                    Ipv4Addr::new(10, 1, 0, 0),
+                );
+                cfg.arena_bytes = usize::MAX;
+                let mut e = IncEngine::new(cfg);
+                let fp = e.install(c).unwrap();
+                let f3 = (usize::from(d) + 1) * two_bl;
+                let what = alloc::format!("B {b} L {l:?} U {u} M {m} D {d}");
+                assert!(fp.payload >= f3, "{what}: {} < {f3}", fp.payload);
+                assert!(
+                    fp.payload < (usize::from(d) + 1) * (two_bl + msg),
+                    "{what}: {}",
+                    fp.payload
+                );
+            }
+        }
+    }
+    // The window is capped, and a tiny BDP still gets one message.
+    assert_eq!(
+        mode1_window(u64::MAX, Duration::from_secs(1), 256, 1),
+        MODE1_MAX_WINDOW
+    );
+    assert_eq!(mode1_window(1, Duration::from_nanos(1), 4096, 4), 1);
+    assert_eq!(
+        mode1_window(100_000_000_000, Duration::from_micros(1), 4096, 0),
+        7
+    );
 }

@@ -146,6 +146,9 @@ pub struct HostRank {
     call: Option<Call>,
     seq: u32,
     event: Option<HostEvent>,
+    /// Mode I: a message stays outstanding until its result is back, not
+    /// only until the first hop acknowledged it. [HOST-011]
+    pace_by_results: bool,
 }
 
 impl HostRank {
@@ -170,11 +173,17 @@ impl HostRank {
     }
 
     /// A rank with one QP that keeps its PSNs: for Mode I switches, which
-    /// terminate the connection and align nothing. [M1-050]
+    /// terminate the connection and align nothing. [M1-050] Its window
+    /// counts a message outstanding until the message's result is back
+    /// (when the step returns results): the switch acknowledges a message
+    /// on arrival but frees its receive buffer only once the message is
+    /// aggregated. [HOST-011] [M1-034]
     pub fn without_resync(cfg: HostConfig) -> Result<HostRank, ConfigError> {
         let mut lane = Lane::resync(cfg.group, cfg.qp)?;
         lane.resync = false;
-        Ok(HostRank::with_lanes(cfg, vec![lane]))
+        let mut rank = HostRank::with_lanes(cfg, vec![lane]);
+        rank.pace_by_results = true;
+        Ok(rank)
     }
 
     fn with_lanes(cfg: HostConfig, lanes: Vec<Lane>) -> HostRank {
@@ -185,6 +194,7 @@ impl HostRank {
             call: None,
             seq: 0,
             event: None,
+            pace_by_results: false,
         }
     }
 
@@ -555,6 +565,7 @@ impl HostRank {
     /// Posts sends and receives up to the window W. [HOST-011]
     fn post_window(&mut self) -> Result<(), HostError> {
         let w = self.cfg.window.max(1);
+        let pace_by_results = self.pace_by_results;
         let Some(call) = self.call.as_mut() else {
             return Ok(());
         };
@@ -576,7 +587,22 @@ impl HostRank {
         // before the PSN of the control message (it would drop it and only
         // a retransmission timeout would recover). [HOST-016]
         let held = a.step.collective == Collective::Broadcast && !a.echo_done;
-        while !held && a.sends && a.posted_sends < a.msgs && a.posted_sends < a.done_sends + w {
+        // Mode I: a message is outstanding until it is acknowledged and,
+        // when this rank receives results, until its result is back: the
+        // switch frees a child's receive buffer only once the message is
+        // aggregated, so a rank that ran ahead on acknowledgements alone
+        // would meet RNR NAKs whenever another child is late. [HOST-011]
+        let resulted = if a.recvs && pace_by_results {
+            a.done_recvs
+        } else {
+            u32::MAX - w
+        };
+        while !held
+            && a.sends
+            && a.posted_sends < a.msgs
+            && a.posted_sends < a.done_sends + w
+            && a.posted_sends < resulted + w
+        {
             let i = a.posted_sends;
             let at = a.step.input_at + i as usize * a.msg_bytes;
             let len = msg_len(a, i);

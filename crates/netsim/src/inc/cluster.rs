@@ -345,6 +345,21 @@ impl Cluster {
         inputs: &[Vec<u8>],
         limit: Duration,
     ) -> Result<CollectiveRun, ClusterError> {
+        self.run_collective_watched(req, elements, inputs, limit, |_| {})
+    }
+
+    /// Like [`run_collective`](Cluster::run_collective), and calls `watch`
+    /// with the simulator before every event: for tests that check a bound
+    /// (buffers held, messages in flight) at every instant of a run, not
+    /// only at its end. [SIM-002]
+    pub fn run_collective_watched(
+        &mut self,
+        req: CollectiveRequest,
+        elements: u64,
+        inputs: &[Vec<u8>],
+        limit: Duration,
+        mut watch: impl FnMut(&Sim<IncNode>),
+    ) -> Result<CollectiveRun, ClusterError> {
         let start = self.sim.now();
         let empty = Vec::new();
         for (r, id) in self.hosts.clone().into_iter().enumerate() {
@@ -368,9 +383,10 @@ impl Cluster {
                 .iter()
                 .all(|id| matches!(s.node(*id), Some(IncNode::Host(h)) if h.outcome.is_some()))
         };
-        let outcome = self
-            .sim
-            .run_while(start.saturating_add(limit), |s| !done(s));
+        let outcome = self.sim.run_while(start.saturating_add(limit), |s| {
+            watch(s);
+            !done(s)
+        });
         let mut outputs = Vec::new();
         let mut last = start;
         let mut pending = Vec::new();

@@ -130,6 +130,11 @@ pub(crate) struct Terminated {
 }
 
 /// Receive buffers per edge: W data messages and one control message.
+/// Bytes of one message: M packets of U bytes.
+fn message_len(cfg: &ContextConfig) -> usize {
+    usize::from(cfg.max_payload) * cfg.message_packets.max(1) as usize
+}
+
 pub(crate) fn recv_bufs(window: u32) -> usize {
     window as usize + 1
 }
@@ -257,13 +262,20 @@ impl Terminated {
         any
     }
 
-    /// Bytes of buffers: every edge's W + 1 receive buffers, W result
-    /// buffers and the accumulator. [M1-011]
-    pub(crate) fn buffer_bytes(cfg: &ContextConfig) -> usize {
-        let msg = usize::from(cfg.max_payload) * cfg.message_packets.max(1) as usize;
-        let w = cfg.slots as usize;
-        cfg.endpoints.len() * (recv_bufs(cfg.slots) * msg + CONTROL_BUFS * EPIC_HEADER_LEN)
-            + w * msg
-            + 2 * msg
+    /// Bytes of the message buffers of Appendix F.3: W receive buffers on
+    /// each of the D edges and W result buffers, (D + 1) × W × M × U.
+    /// [M1-011]
+    pub(crate) fn message_bytes(cfg: &ContextConfig) -> usize {
+        (cfg.endpoints.len() + 1) * cfg.slots as usize * message_len(cfg)
+    }
+
+    /// Bytes of the other buffers: every edge's receive buffer for a
+    /// control message (a full message, as receives are consumed in order)
+    /// and its header copies, and the FP32 accumulator of one message.
+    /// [M1-011]
+    pub(crate) fn staging_bytes(cfg: &ContextConfig) -> usize {
+        let msg = message_len(cfg);
+        let extra = recv_bufs(cfg.slots) - cfg.slots as usize;
+        cfg.endpoints.len() * (extra * msg + CONTROL_BUFS * EPIC_HEADER_LEN) + 2 * msg
     }
 }
