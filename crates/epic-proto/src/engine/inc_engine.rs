@@ -254,6 +254,23 @@ impl IncEngine {
         self.dispatch(now, port, f)
     }
 
+    /// Context `ci` and the `Io` of everything else the packet path may
+    /// touch.
+    fn context_io(&mut self, ci: u16, now: Instant) -> Option<(&mut Context, Io<'_>)> {
+        let ctx = self.contexts.get_mut(usize::from(ci))?;
+        let io = Io {
+            cfg: &self.cfg,
+            counters: &mut self.counters,
+            txq: &mut self.txq,
+            work: &mut self.work,
+            ident: &mut self.ident,
+            scratch: &mut self.scratch,
+            ctx: ci,
+            now,
+        };
+        Some((ctx, io))
+    }
+
     /// The context endpoint a frame to `dst`, QP `qp`, arriving on `port`
     /// belongs to, or what became of the frame (counted) when it belongs
     /// to none.
@@ -291,20 +308,10 @@ impl IncEngine {
             Ok(entry) => entry,
             Err(d) => return Some(d),
         };
-        let ctx = self.contexts.get_mut(usize::from(entry.ctx))?;
+        let (ctx, mut io) = self.context_io(entry.ctx, now)?;
         if ctx.term.is_some() {
             return None;
         }
-        let mut io = Io {
-            cfg: &self.cfg,
-            counters: &mut self.counters,
-            txq: &mut self.txq,
-            work: &mut self.work,
-            ident: &mut self.ident,
-            scratch: &mut self.scratch,
-            ctx: entry.ctx,
-            now,
-        };
         io.counters.rx_acks += 1;
         ctx.handle_ack(&mut io, entry.ep, a.psn, a.aeth);
         Some(Disposition::Consumed)
@@ -315,18 +322,8 @@ impl IncEngine {
             Ok(entry) => entry,
             Err(d) => return d,
         };
-        let Some(ctx) = self.contexts.get_mut(usize::from(entry.ctx)) else {
+        let Some((ctx, mut io)) = self.context_io(entry.ctx, now) else {
             return Disposition::Consumed;
-        };
-        let mut io = Io {
-            cfg: &self.cfg,
-            counters: &mut self.counters,
-            txq: &mut self.txq,
-            work: &mut self.work,
-            ident: &mut self.ident,
-            scratch: &mut self.scratch,
-            ctx: entry.ctx,
-            now,
         };
         let ep = entry.ep;
         if ctx.term.is_some() {
@@ -402,18 +399,8 @@ impl IncEngine {
         while budget > 0 {
             budget -= 1;
             let (ci, ei) = self.work.pop()?;
-            let Some(ctx) = self.contexts.get_mut(usize::from(ci)) else {
+            let Some((ctx, mut io)) = self.context_io(ci, now) else {
                 continue;
-            };
-            let mut io = Io {
-                cfg: &self.cfg,
-                counters: &mut self.counters,
-                txq: &mut self.txq,
-                work: &mut self.work,
-                ident: &mut self.ident,
-                scratch: &mut self.scratch,
-                ctx: ci,
-                now,
             };
             if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
                 ep.listed = false;
@@ -428,7 +415,7 @@ impl IncEngine {
                         io.list(ei, &mut ep.listed);
                     }
                 }
-                self.counters.tx_frames += 1;
+                io.counters.tx_frames += 1;
                 return Some((port, len));
             }
         }
@@ -442,18 +429,11 @@ impl IncEngine {
 
     /// Fires every timer due at `now`. [M3-040]
     pub fn handle_timeout(&mut self, now: Instant) {
-        for (ci, ctx) in self.contexts.iter_mut().enumerate() {
-            let mut io = Io {
-                cfg: &self.cfg,
-                counters: &mut self.counters,
-                txq: &mut self.txq,
-                work: &mut self.work,
-                ident: &mut self.ident,
-                scratch: &mut self.scratch,
-                ctx: u16::try_from(ci).unwrap_or(u16::MAX),
-                now,
-            };
-            ctx.handle_timeout(&mut io);
+        for ci in 0..self.contexts.len() {
+            let ci = u16::try_from(ci).unwrap_or(u16::MAX);
+            if let Some((ctx, mut io)) = self.context_io(ci, now) {
+                ctx.handle_timeout(&mut io);
+            }
         }
     }
 }
