@@ -31,11 +31,26 @@ def u16(v):
     return struct.pack(">H", v)
 
 
+# Extended setup: how a context realizes EPIC (`realization` in setup.rs).
+RESYNC, PER_PATTERN, MODE1, MODE1_BOUND = range(4)
+OTHER = 0x40
+HUGE = -1
+B_ALL_REDUCE, B_REDUCE, B_BROADCAST = range(3)
+
+
+def ext(real=RESYNC, binding=B_ALL_REDUCE, root=0):
+    return real | (binding << 2) | (root << 4)
+
+
 def setup(mode3, k, slots_exp=2, repro=False, u=U256, queue=0, cnp=False, topo=STAR,
-          psn=(0, 0), timeout=0, second=None):
+          psn=(0, 0), timeout=0, second=None, x0=None, x1=0, m_sel=0, window=2, credits=0):
     """slots: N = 4 << slots_exp. psn: (selector, low) as `Cursor::psn`
     reads it (1: just below the 2^24 wrap). second: None or (other_mode,
-    k2, wrap_steps) for a second context."""
+    k2, wrap_steps) for a second context. x0/x1: the extended setup (see
+    `ext`; N is then 16), with Mode I's M (`MESSAGE_PACKETS[m_sel]`), W and
+    peer credits (`PEER_CREDITS[credits]`)."""
+    if x0 is not None:
+        slots_exp = 7
     b0 = (1 if mode3 else 0) | ((k - 2) << 1) | (slots_exp << 4) | (0x80 if repro else 0)
     b1 = u | (queue << 3) | (0x20 if cnp else 0) | (topo << 6)
     b4 = timeout
@@ -44,13 +59,19 @@ def setup(mode3, k, slots_exp=2, repro=False, u=U256, queue=0, cnp=False, topo=S
         other, k2, wrap = second
         b4 |= 4 | (8 if other else 0) | ((k2 - 2) << 4)
         b5 = wrap
-    return bytes([b0, b1, *psn, b4, b5])
+    out = bytes([b0, b1, *psn, b4, b5])
+    if x0 is not None:
+        out += bytes([x0, x1, m_sel | ((window - 1) << 3) | (credits << 6)])
+    return out
 
 
 def begin(coll, op=SUM, dtype=INT32, packets=4, size_sel=0, last=255, root=0,
           repro=False, ctx=0, jump=0):
+    """On a per-pattern context: the pattern's own collective (BARRIER:
+    a barrier) unless root has bit 6 (OTHER | r: `coll` rooted at r).
+    packets=HUGE: 2^23 - 1 packets."""
     sel = coll | (op << 2) | (dtype << 4) | (0x40 if repro else 0) | (0x80 if ctx else 0)
-    count = 0 if packets == 0 else packets - 1
+    count = 254 if packets == HUGE else 0 if packets == 0 else packets - 1
     return bytes([BEGIN, sel, count, size_sel, last, root, jump])
 
 
@@ -141,10 +162,87 @@ SEEDS = {
     "faults_m2": setup(False, 4, queue=1) + begin(ALL_REDUCE, packets=4) + controls() + pump()
     + data_all() + transmit(2) + ack(0, syn=4) + ack(1, syn=5 | (3 << 3)) + pump()
     + data_all() + pump(),
+    # Per-pattern contexts [CTL-050]: a Reduce-to-rank-1 context runs its
+    # pattern and a Barrier, refuses an AllReduce (which takes no PSNs),
+    # and translates the PSNs of the root's control-only direction.
+    "per_pattern_reduce_m3": setup(True, 4, x0=ext(PER_PATTERN, B_REDUCE, 1))
+    + invocation(REDUCE, packets=3) + begin(ALL_REDUCE, root=OTHER, packets=2) + controls()
+    + pump() + invocation(BARRIER) + invocation(REDUCE, op=MAX, packets=2),
+    "per_pattern_broadcast_m2_leaf": setup(False, 6, topo=LEAF,
+                                           x0=ext(PER_PATTERN, B_BROADCAST, 1))
+    + invocation(BROADCAST, dtype=FP32, packets=3) + invocation(BROADCAST, packets=2)
+    + invocation(REDUCE, root=OTHER | 1, packets=1) + invocation(BROADCAST, packets=1),
+    "per_pattern_allreduce_m3_wrap": setup(True, 3, psn=(1, 1),
+                                           x0=ext(PER_PATTERN, B_ALL_REDUCE))
+    + invocation(ALL_REDUCE, packets=4) + invocation(ALL_REDUCE, op=MIN, packets=2) + pump(),
+    # Mode I [M1-001]: RC peers on every edge, messages of M packets.
+    "allreduce_m1": setup(False, 4, x0=ext(MODE1), m_sel=1, window=2)
+    + invocation(ALL_REDUCE, packets=6) + invocation(ALL_REDUCE, op=SUM, dtype=FP32, packets=3),
+    "reduce_broadcast_m1_leaf": setup(False, 6, topo=LEAF, u=U1024, x0=ext(MODE1), m_sel=3,
+                                      window=1, credits=2)
+    + invocation(REDUCE, root=4, packets=5) + invocation(BROADCAST, dtype=FP16, root=1, packets=4)
+    + invocation(ALL_REDUCE, op=MAX, packets=3),
+    "root_over_child_m1": setup(False, 5, topo=ROOT_OVER_CHILD, x0=ext(MODE1), m_sel=2)
+    + invocation(ALL_REDUCE, dtype=BF16, packets=4) + invocation(BARRIER)
+    + invocation(REDUCE, root=4, packets=2),
+    # Lossy links, a peer with one receive (RNR), the retransmission timer.
+    "lossy_m1": setup(False, 3, timeout=1, x0=ext(MODE1), m_sel=6, window=3, credits=1)
+    + begin(ALL_REDUCE, packets=9) + controls() + pump(loss=2) + data_all() + pump(loss=2)
+    + pump() + pump(),
+    # Twelve one-packet messages per rank at once: the switch's endpoints
+    # queue more ACKs than they hold and coalesce them; each message still
+    # counts once (rx_data, not also `transport`) [M1-040].
+    "m1_coalesced_acks": setup(False, 2, x0=ext(MODE1), m_sel=0, window=8, credits=3)
+    + invocation(ALL_REDUCE, packets=12),
+    # A leaf under a parent switch, W = 2, one-packet messages [M1-022]:
+    # Reduce Z toward rank 3 (behind the parent) loses its second result on
+    # the way up, so Reduce A's second message waits for that result
+    # buffer; the ranks, acknowledged, go on with AllReduce B. One ACK of
+    # the parent then frees both result buffers: A's last message goes up,
+    # and B's first must not overtake B's control, which waited behind A
+    # (the parent would count it as A's third message).
+    "m1_leaf_control_before_data": setup(False, 4, topo=LEAF, x0=ext(MODE1), m_sel=0, window=2)
+    + begin(REDUCE, root=3, packets=2) + controls() + pump()
+    + data_all() + pump(rounds=1, loss=5, timers=False)
+    + begin(REDUCE, root=3, packets=2) + controls() + pump(rounds=1, timers=False)
+    + data_all() + begin(ALL_REDUCE, packets=1) + controls() + data_all()
+    + pump(rounds=1, timers=False) + ack(2, psn_sel=2, syn=0) + pump(),
+    # Mode I bound to Broadcast from rank 2 next to a per-pattern Mode III
+    # context: refuses the other collectives [CTL-050].
+    "m1_bound_and_m3": setup(False, 3, second=(True, 4, 2),
+                             x0=ext(MODE1_BOUND, B_BROADCAST, 2), x1=ext(PER_PATTERN, B_REDUCE, 3))
+    + invocation(BROADCAST, packets=2) + begin(ALL_REDUCE, root=OTHER, packets=2) + controls()
+    + pump() + invocation(REDUCE, packets=3, ctx=1) + invocation(BROADCAST, packets=1),
 }
 
 
-# Reproducers of an open engine issue (not seeds: they fail the target): a
+# Reproducers of a fixed engine issue, kept as seeds [CTL-054].
+#
+# A per-pattern Reduce-to-rank-0 context (Mode II, K = 2, start PSN 0) and
+# three invocations of 2^23 - 1 packets: the third's group control PSN is
+# 2^24 = 0, its data range [1, 2^23); rank 0's direction carries only
+# controls, whose wire PSN is 2 [CTL-051]: inside that range. The engine
+# judged rule 10 [WIRE-121] on that wire PSN and dropped the control as
+# bad_control, and rank 1's echo (wire PSN 2 as well) failed
+# `RoceFrame::parse_verified`; it now judges the group PSN.
+#
+# The same context, start PSN 10: the ranks' first control messages come
+# one PSN early (9, first data PSN 10; contradicting variant 15, arg 3).
+# The engine took a first control at any PSN, so the echo toward rank 1
+# carried wire PSN 10, inside its own range; it now refuses a first
+# control away from the start PSN (control_out_of_order).
+FIXED_PER_PATTERN = {
+    "per_pattern_wire_psn_wrap": setup(False, 2, x0=ext(PER_PATTERN, B_REDUCE, 0))
+    + begin(REDUCE, packets=HUGE) + controls() + pump()
+    + begin(REDUCE, packets=HUGE) + controls() + pump()
+    + begin(REDUCE, packets=HUGE) + controls(ep=1) + pump() + controls(ep=0) + pump(),
+    "per_pattern_first_control_early": setup(False, 2, psn=(0, 10),
+                                             x0=ext(PER_PATTERN, B_REDUCE, 0))
+    + begin(REDUCE, packets=1) + controls(variant=15, arg=3) + transmit(),
+}
+SEEDS.update(FIXED_PER_PATTERN)
+
+# Reproducers of a fixed engine issue: a
 # control message announcing 260 payload bytes per packet on a context
 # with U = 256 is accepted; the engine then sends 260-byte payloads (Mode
 # II AllReduce, Mode III Reduce) or completes the aggregation and never
@@ -170,8 +268,9 @@ def write(out, inputs):
 
 
 def main():
+    artifacts = os.path.normpath(os.path.join(OUT, "..", "..", "artifacts", "inc_engine"))
     if "--oversize" in sys.argv[1:]:
-        write(os.path.normpath(os.path.join(OUT, "..", "..", "artifacts", "inc_engine")), OVERSIZE)
+        write(artifacts, OVERSIZE)
     else:
         write(OUT, SEEDS)
 

@@ -3,7 +3,7 @@
 use epic_proto::engine::{Disposition, EngineCounters, EngineDropReason as R};
 use epic_proto::roce::rxe_udp_sport;
 use epic_proto::wire::{
-    is_epic_control, LaxFrame, Opcode, RoceFrame, Syndrome, EPIC_HEADER_LEN, ROCEV2_PORT,
+    is_epic_control, BthRepr, LaxFrame, Opcode, RoceFrame, Syndrome, EPIC_HEADER_LEN, ROCEV2_PORT,
 };
 
 use super::model::Expected;
@@ -11,12 +11,14 @@ use super::ops::digest;
 use super::*;
 
 /// A frame the switch sent, as the peers see it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Out {
     pub(crate) ci: usize,
     pub(crate) ep: usize,
     pub(crate) kind: Kind,
     pub(crate) psn: Psn,
+    /// Mode I: the frame, for the edge's RC peer (empty otherwise).
+    pub(crate) frame: Vec<u8>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +79,9 @@ fn monotone(before: &EngineCounters, after: &EngineCounters, op: &str) {
     }
 }
 
-/// What one frame handed in did to the counters and the disposition.
+/// What one frame handed in did to the counters and the disposition;
+/// `mode1`: it reaches the RC endpoint of a Mode I edge (a valid frame for
+/// the switch, its QPN, on its port).
 pub(crate) fn check_frame(
     before: &EngineCounters,
     after: &EngineCounters,
@@ -85,6 +89,7 @@ pub(crate) fn check_frame(
     bytes: &[u8],
     expect: Expect,
     clean: bool,
+    mode1: bool,
 ) {
     monotone(before, after, "handle_frame");
     let d = |f: fn(&EngineCounters) -> u64| f(after) - f(before);
@@ -92,12 +97,22 @@ pub(crate) fn check_frame(
     assert_eq!(d(|c| c.rx_frames), 1, "rx_frames counts every frame");
     let pre: u64 = BEFORE_DISPATCH.iter().map(|r| dr(*r)).sum();
     let class = d(|c| c.rx_not_epic) + d(|c| c.rx_acks) + d(|c| c.rx_control) + d(|c| c.rx_data);
-    assert_eq!(
-        class + pre,
-        1,
-        "a frame must be classified exactly once ({expect:?}): {:?}",
-        after.nonzero_drops().collect::<Vec<_>>()
-    );
+    if mode1 {
+        check_frame1(before, after, disp, bytes, expect);
+    } else {
+        assert_eq!(
+            class + pre,
+            1,
+            "a frame must be classified exactly once ({expect:?}): {:?}",
+            after.nonzero_drops().collect::<Vec<_>>()
+        );
+        // A peer's SEND with the EPIC immediate whose payload is no valid
+        // header fails the parse: dropped before it reaches the edge.
+        assert!(
+            expect != Expect::Rc || RoceFrame::parse_verified(bytes).is_err(),
+            "a valid RC frame for a Mode I edge did not reach it"
+        );
+    }
     assert_eq!(
         disp == Disposition::NotEpic,
         d(|c| c.rx_not_epic) == 1,
@@ -137,8 +152,14 @@ pub(crate) fn check_frame(
             );
         }
         Expect::Ack => assert_eq!(d(|c| c.rx_acks), 1, "valid ACK/NAK not counted"),
+        Expect::Rc => {}
         Expect::Control { refused } => {
-            assert_eq!(d(|c| c.rx_control), 1, "valid control not counted");
+            assert_eq!(
+                d(|c| c.rx_control),
+                1,
+                "valid control not counted: {:?}",
+                after.nonzero_drops().collect::<Vec<_>>()
+            );
             if refused {
                 assert_eq!(
                     d(|c| c.invocations_installed),
@@ -149,7 +170,7 @@ pub(crate) fn check_frame(
                 assert_eq!(d(|c| c.aggregations), 0, "a refused control aggregated");
             }
         }
-        Expect::Data { inert } => {
+        Expect::Data { inert, off_pattern } => {
             assert_eq!(d(|c| c.rx_data), 1, "valid data not counted");
             if inert && clean {
                 assert_eq!(
@@ -158,23 +179,76 @@ pub(crate) fn check_frame(
                     "data of the wrong length or at a control PSN completed an aggregation"
                 );
             }
+            if off_pattern {
+                assert_eq!(
+                    d(|c| c.aggregations),
+                    0,
+                    "data on a per-pattern direction that carries only controls completed \
+                     an aggregation [CTL-051] [CTL-052]"
+                );
+            }
         }
+    }
+}
+
+/// The counters of a frame that reached a Mode I edge's RC endpoint: no
+/// drop reason decided before dispatch, `rx_acks` exactly for an ACK/NAK,
+/// and a request acted on at most once (its message's completion as data
+/// or control, or a `transport` / `bad_control` drop). [M1-040] [ENG-060]
+fn check_frame1(
+    before: &EngineCounters,
+    after: &EngineCounters,
+    disp: Disposition,
+    bytes: &[u8],
+    expect: Expect,
+) {
+    let d = |f: fn(&EngineCounters) -> u64| f(after) - f(before);
+    let dr = |r: R| after.drops(r) - before.drops(r);
+    assert_eq!(
+        disp,
+        Disposition::Consumed,
+        "Mode I: a frame for an edge is NotEpic"
+    );
+    assert_eq!(d(|c| c.rx_not_epic), 0, "Mode I: rx_not_epic");
+    for r in BEFORE_DISPATCH.iter().filter(|r| **r != R::BadControl) {
+        assert_eq!(
+            dr(*r),
+            0,
+            "Mode I: a frame for an edge dropped as {r:?} ({expect:?})"
+        );
+    }
+    let ack = RoceFrame::parse(bytes).is_ok_and(|f| f.bth.opcode == Opcode::RcAcknowledge);
+    let acted = d(|c| c.rx_data) + d(|c| c.rx_control) + dr(R::Transport) + dr(R::BadControl);
+    if ack {
+        assert_eq!(d(|c| c.rx_acks), 1, "Mode I: an ACK/NAK not counted once");
+        assert_eq!(
+            d(|c| c.rx_data) + d(|c| c.rx_control) + dr(R::BadControl),
+            0,
+            "Mode I: an ACK/NAK counted as a request"
+        );
+    } else {
+        assert_eq!(d(|c| c.rx_acks), 0, "Mode I: a request counted as an ACK");
+        assert!(
+            acted <= 1,
+            "Mode I: one request counted {acted} times ({expect:?}): {:?}",
+            after.nonzero_drops().collect::<Vec<_>>()
+        );
     }
 }
 
 impl Harness {
     /// Checks one frame from `poll_transmit`.
     pub(crate) fn check_emitted(&mut self, port: PortNo, frame: &[u8]) -> Out {
-        // `parse_verified` runs every check `parse_verified_transport` does,
-        // and judges control echoes too.
-        let f = match RoceFrame::parse_verified(frame) {
+        // Every check of `parse_verified` but rule 10 of the control
+        // header, which `check_echo_psn` judges on the group PSN. [CTL-054]
+        let f = match RoceFrame::parse_verified_except_control_psn(frame) {
             Ok(f) => f,
-            Err(e) => match RoceFrame::parse_verified_transport(frame) {
-                Ok(_) => panic!("poll_transmit emitted a frame parse_verified rejects: {e}"),
-                Err(e) => panic!("poll_transmit emitted a bad frame: {e} ({frame:02x?})"),
-            },
+            Err(e) => panic!("poll_transmit emitted a bad frame: {e} ({frame:02x?})"),
         };
         let epic = f.epic;
+        if let Some(h) = epic {
+            self.check_echo_psn(&f, &h);
+        }
         assert_eq!(f.eth.src, SWITCH_MAC, "Ethernet source");
         assert_eq!(f.ipv4.src, SWITCH_IP, "IPv4 source");
         let qp = f.bth.dest_qp;
@@ -209,6 +283,18 @@ impl Harness {
         );
         let mode3 = ctx.cfg.mode == Mode::Augmented;
         let psn = f.bth.psn;
+        if ctx.mode1() {
+            let kind = self.check_emitted1(ci, ep, &f);
+            return Out {
+                ci,
+                ep,
+                kind,
+                psn,
+                frame: frame.to_vec(),
+            };
+        }
+        // Per-pattern: a direction that carries only controls. [CTL-051]
+        let control_only = ctx.control_only_out(ep);
         if tracing() {
             eprintln!(
                 "    out port {port} (ctx {ci} ep {ep}): {:?} psn {psn} ack_req {} aeth {:?} len {}",
@@ -243,10 +329,19 @@ impl Harness {
                 };
                 assert_eq!(f.payload.len(), EPIC_HEADER_LEN, "control echo length");
                 assert_eq!(h.group_id, ctx.cfg.group, "echo of another group's header");
-                assert_eq!(h.first_psn, psn.next(), "echo's first PSN");
+                if !control_only {
+                    assert_eq!(h.first_psn, psn.next(), "echo's first PSN");
+                }
                 assert!(!mode3 || f.bth.ack_req, "Mode III echo without AckReq");
                 if self.clean {
-                    match ctx.invs.iter().find(|i| i.c == psn) {
+                    // The wire PSN of a control-only direction is the
+                    // invocation's own, one per invocation. [CTL-052]
+                    // Newest first: after 2^24 PSNs ranges alias.
+                    let begun =
+                        ctx.invs.iter().rev().find(|i| {
+                            i.admitted && if control_only { i.r == psn } else { i.c == psn }
+                        });
+                    match begun {
                         Some(i) => {
                             assert_eq!(h, i.h, "echo at {psn} differs from the header begun")
                         }
@@ -266,6 +361,12 @@ impl Harness {
                     f.payload.len()
                 );
                 assert!(!mode3 || f.bth.ack_req, "Mode III data without AckReq");
+                assert!(
+                    !control_only,
+                    "ctx {ci}: data toward ep {ep}, whose direction carries only controls \
+                     under {:?} [CTL-051]",
+                    ctx.cfg.alignment
+                );
                 if self.clean {
                     self.check_result(ci, ep, psn, f.payload);
                 }
@@ -276,7 +377,152 @@ impl Harness {
         if matches!(kind, Kind::Control | Kind::Data) {
             self.last_out[ci][ep] = Some(psn);
         }
-        Out { ci, ep, kind, psn }
+        Out {
+            ci,
+            ep,
+            kind,
+            psn,
+            frame: Vec::new(),
+        }
+    }
+
+    /// Checks one frame toward edge `ep` of Mode I context `ci`: an RC
+    /// SEND (FIRST/MIDDLE of a full MTU, LAST, ONLY, or a control ONLY
+    /// with the EPIC immediate and this hop's first data PSN [M1-020]) or
+    /// an ACK/NAK, at PSNs in order. [M1-001] [RC-020]
+    fn check_emitted1(&mut self, ci: usize, ep: usize, f: &RoceFrame<'_>) -> Kind {
+        let ctx = &self.ctxs[ci];
+        let u = usize::from(ctx.cfg.max_payload);
+        let psn = f.bth.psn;
+        if tracing() {
+            eprintln!(
+                "    out ctx {ci} ep {ep} (Mode I): {:?} psn {psn} aeth {:?} len {}",
+                f.bth.opcode,
+                f.ext.aeth.map(|a| a.syndrome),
+                f.payload.len()
+            );
+        }
+        let kind = match f.bth.opcode {
+            Opcode::RcAcknowledge => {
+                let Some(a) = f.ext.aeth else {
+                    panic!("ACK without AETH");
+                };
+                assert!(f.payload.is_empty(), "ACK with payload");
+                Kind::Response(a.syndrome)
+            }
+            Opcode::RcSendOnlyWithImmediate => {
+                assert!(
+                    is_epic_control(&f.bth, &f.ext),
+                    "Mode I: SEND with another immediate"
+                );
+                let Some(h) = f.epic else {
+                    panic!("Mode I: control without a header");
+                };
+                assert_eq!(f.payload.len(), EPIC_HEADER_LEN, "Mode I: control length");
+                assert_eq!(
+                    h.group_id, ctx.cfg.group,
+                    "Mode I: control of another group"
+                );
+                assert_eq!(
+                    h.first_psn,
+                    psn.next(),
+                    "Mode I: the control's first PSN [M1-020]"
+                );
+                Kind::Control
+            }
+            Opcode::RcSendFirst | Opcode::RcSendMiddle => {
+                assert_eq!(
+                    f.payload.len(),
+                    u,
+                    "Mode I: a FIRST/MIDDLE packet of less than an MTU"
+                );
+                Kind::Data
+            }
+            Opcode::RcSendLast | Opcode::RcSendOnly => {
+                assert!(f.payload.len() <= u, "Mode I: a packet beyond the MTU");
+                Kind::Data
+            }
+            other => panic!("Mode I: the switch sent {other:?}"),
+        };
+        let Some(seq) = self.ctxs[ci].peers.get_mut(ep).map(|p| &mut p.seq) else {
+            panic!("Mode I: no peer for ep {ep}");
+        };
+        let order = match kind {
+            Kind::Response(_) => seq.on_response_out(psn),
+            _ => seq.on_request_out(psn),
+        };
+        if let Err(e) = order {
+            panic!("Mode I ctx {ci} ep {ep}: {e}");
+        }
+        if matches!(kind, Kind::Control | Kind::Data) {
+            self.last_out[ci][ep] = Some(psn);
+        }
+        kind
+    }
+
+    /// The context and endpoint a frame handed in on `port` reaches: a
+    /// valid frame for the switch and an endpoint's QPN, on its port. For a
+    /// Mode I edge, notes the PSNs its RC endpoint sees.
+    pub(crate) fn target_of(&mut self, port: PortNo, bytes: &[u8]) -> Option<(usize, usize)> {
+        let f = RoceFrame::parse_verified(bytes).ok()?;
+        if f.ipv4.dst != SWITCH_IP {
+            return None;
+        }
+        let (ci, ep) = self.ctxs.iter().enumerate().find_map(|(ci, c)| {
+            c.cfg
+                .endpoints
+                .iter()
+                .position(|e| e.local_qpn == f.bth.dest_qp)
+                .map(|ep| (ci, ep))
+        })?;
+        let e = *self.ctxs[ci].ep(ep);
+        if e.port != port {
+            return None;
+        }
+        let Some(peer) = self.ctxs[ci].peers.get_mut(ep) else {
+            return Some((ci, ep));
+        };
+        match (f.bth.opcode, f.ext.aeth) {
+            (Opcode::RcAcknowledge, Some(a)) => {
+                let pkey_ok = (f.bth.pkey ^ BthRepr::DEFAULT_PKEY) & 0x7fff == 0;
+                if f.ipv4.src == e.remote_ip && pkey_ok {
+                    peer.seq.on_response_in(f.bth.psn, a.syndrome);
+                }
+            }
+            _ => peer.seq.on_request_in(f.bth.psn),
+        }
+        Some((ci, ep))
+    }
+
+    /// An echo's PSN lies outside the range its header announces, in group
+    /// terms: on a per-pattern direction that carries only controls, the
+    /// group PSN of its wire PSN (unless invocations were begun off the
+    /// hosts' rule or skipped, which leaves the translation to the
+    /// engine).
+    /// [WIRE-121] [CTL-054]
+    fn check_echo_psn(&self, f: &RoceFrame<'_>, h: &EpicHeaderRepr) {
+        let Some((ctx, ep)) = self.ctxs.iter().find_map(|c| {
+            c.cfg
+                .endpoints
+                .iter()
+                .position(|e| e.remote_qpn == f.bth.dest_qp)
+                .map(|ep| (c, ep))
+        }) else {
+            return;
+        };
+        let group = if ctx.control_only_out(ep) {
+            if ctx.tangled || ctx.install_skipped() {
+                return;
+            }
+            ctx.group_of(f.bth.psn)
+        } else {
+            f.bth.psn
+        };
+        assert!(
+            h.check_control_psn(group).is_ok(),
+            "an echo at wire PSN {:?} (group {group:?}) inside its own range: {h:?}",
+            f.bth.psn
+        );
     }
 
     /// A clean run's data carries the reduction of its pattern's inputs.
@@ -326,8 +572,8 @@ impl Harness {
         if let Some(d) = self.eng.poll_timeout() {
             assert!(d > self.now, "after {op}: deadline {d} <= now {}", self.now);
             assert!(
-                self.ctxs.iter().any(|c| c.cfg.mode == Mode::Augmented),
-                "after {op}: a timer without a Mode III context"
+                self.ctxs.iter().any(|c| c.cfg.mode != Mode::Translated),
+                "after {op}: a timer without a Mode III or Mode I context"
             );
         }
         self.seen = c;

@@ -101,7 +101,11 @@ impl Harness {
             return;
         };
         for ep in self.targets(ci, who, Pat::AllReduce) {
-            self.send_control(ci, ep, &inv, variant, arg);
+            if self.ctxs[ci].mode1() {
+                self.post_control1(ci, ep, &inv, [variant, arg], true);
+            } else {
+                self.send_control(ci, ep, &inv, variant, arg);
+            }
         }
     }
 
@@ -117,7 +121,10 @@ impl Harness {
         let mut psn = inv.c;
         let mut tag = EPIC_IMM_TAG;
         let refused = Expect::Control { refused: true };
+        // Not admitted: a collective the binding does not carry, or more
+        // payload per packet than U. [CTL-013] [CTL-050]
         let expect = match variant {
+            0..=7 if !inv.admitted => refused,
             0..=7 => Expect::Control { refused: false },
             8 => {
                 h.group_id = GroupId(h.group_id.0 ^ (1 + u32::from(arg)));
@@ -164,7 +171,9 @@ impl Harness {
                     _ => psn = psn.sub(1),
                 }
                 h.first_psn = psn.next();
-                Expect::Control { refused: false }
+                Expect::Control {
+                    refused: !inv.admitted,
+                }
             }
         };
         let valid = h.validate().and_then(|()| h.check_control_psn(psn));
@@ -181,11 +190,24 @@ impl Harness {
             immdt: Some(ImmDtRepr(tag)),
             ..ExtHeaders::default()
         };
+        // On a per-pattern direction that carries only controls, the wire
+        // PSN is one per invocation. [CTL-051] The switch judges rule 10
+        // on the group PSN it translates that to [CTL-054]: `psn`, unless
+        // the engine numbers those wire PSNs otherwise than the hosts, or
+        // the control was moved off its PSN (a wire PSN no host uses).
+        let wire = self.ctxs[ci].request_psn(ep, psn);
+        let expect = if self.ctxs[ci].control_only_in(ep)
+            && (psn != inv.c || !self.ctxs[ci].translation_known(inv))
+        {
+            Expect::Any
+        } else {
+            expect
+        };
         let bytes = self.frame(
             ci,
             ep,
             Opcode::RcSendOnlyWithImmediate,
-            psn,
+            wire,
             true,
             ext,
             &hdr,
@@ -198,7 +220,7 @@ impl Harness {
     ///
     /// | byte | meaning |
     /// |------|---------|
-    /// | 0    | bits 0..3: endpoint (`% eps`; 15: every sender of the pattern); bit 4: every block; bit 6: the previous invocation; bit 7: second context |
+    /// | 0    | bits 0..3: endpoint (`% eps`; 15: every sender of the pattern); bit 4: every block (at most [`MAX_BLOCKS`]); bit 6: the previous invocation; bit 7: second context |
     /// | 1    | block (`% packets`) |
     /// | 2    | bits 0..1: opcode (0, 3: by position; 1: SEND ONLY; 2: byte 3 picks); bit 2: AckReq; bits 3..5: length (0..=4 right; 5: 1 + byte 3 % 4 elements more (byte 3 bit 2) or fewer; 6: empty; 7: U + 4); bit 6: 8 × byte 3 payload bytes from the input (forged); bit 7: PSN: the control's (byte 3 bit 7), or past the end (forged) |
     /// | 3    | argument |
@@ -212,9 +234,13 @@ impl Harness {
             return;
         };
         let forged = (variant & 0x40 != 0).then(|| cur.bytes(usize::from(arg) * 8).to_vec());
+        if self.ctxs[ci].mode1() {
+            self.data1(ci, &inv, [who, block_sel, variant, arg], forged.as_deref());
+            return;
+        }
         let p = inv.h.packet_count;
         let blocks = if who & 0x10 != 0 {
-            0..p
+            0..p.min(MAX_BLOCKS)
         } else {
             let b = u32::from(block_sel) % p.max(1);
             b..b + 1
@@ -268,6 +294,11 @@ impl Harness {
             }
             None => ctx.payload(inv, ep, block, len),
         };
+        if !inv.admitted {
+            // Its PSNs are the next invocation's. [CTL-050]
+            self.clean = false;
+        }
+        let off_pattern = ctx.control_only_in(ep);
         let inert = right != Some(payload.len()) || psn == inv.c;
         let p = inv.h.packet_count;
         let by_position = match block {
@@ -296,7 +327,7 @@ impl Harness {
             &payload,
         );
         let port = ctx.ep(ep).port;
-        self.hand(port, bytes, Expect::Data { inert }, true);
+        self.hand(port, bytes, Expect::Data { inert, off_pattern }, true);
     }
 
     /// ACK: acknowledgements from the peers.
@@ -304,7 +335,7 @@ impl Harness {
     /// | byte | meaning |
     /// |------|---------|
     /// | 0    | bits 0..3: endpoint (`% eps`; 15: every endpoint); bit 6: the previous invocation; bit 7: second context |
-    /// | 1    | PSN (`% 8`): 0 the control's; 1 the last request the switch sent on the edge; 2 data PSN byte 3 `% (packets + 1)`; 3 the last data PSN; 4 the last sent + byte 3 as i8; 5 any (3 more bytes); 6 the control's − 1 − byte 3; 7 the next invocation's + byte 3 |
+    /// | 1    | PSN (`% 8`): 0 the control's; 1 the last request the switch sent on the edge; 2 data PSN byte 3 `% (packets + 1)`; 3 the last data PSN; 4 the last sent + byte 3 as i8; 5 any (3 more bytes); 6 the control's − 1 − byte 3; 7 the next invocation's + byte 3 (group PSNs on the wire of a control-only direction; Mode I: see [`Harness::ack1`]) |
     /// | 2    | syndrome (`% 8`): 0..=3 ACK; 4 NAK sequence error; 5 RNR NAK, timer bits 3..7; 6 another NAK code; 7 byte 3 as the raw syndrome |
     /// | 3    | argument |
     pub(crate) fn ack(&mut self, cur: &mut Cursor<'_>) {
@@ -334,13 +365,21 @@ impl Harness {
             6 => Syndrome::Nak(NakCode::from(1 + (syn >> 3) % 3)),
             _ => Syndrome::from(arg),
         };
+        if ctx.mode1() {
+            for ep in eps {
+                self.ack1(ci, ep, [psn_sel, arg], any, syndrome);
+            }
+            return;
+        }
         for ep in eps {
             let last = self.last_out[ci][ep].unwrap_or(c);
+            // Group PSNs, on the wire of a control-only direction. [CTL-052]
+            let wire = |g: Psn| self.ctxs[ci].response_psn(ep, g);
             let psn = match psn_sel % 8 {
-                0 => c,
+                0 => wire(c),
                 1 => last,
-                2 => c.add(1 + u32::from(arg) % (p + 1)),
-                3 => c.add(p),
+                2 => wire(c.add(1 + u32::from(arg) % (p + 1))),
+                3 => wire(c.add(p)),
                 4 => {
                     let d = i32::from(arg as i8);
                     if d >= 0 {
@@ -350,8 +389,8 @@ impl Harness {
                     }
                 }
                 5 => any,
-                6 => c.sub(1 + u32::from(arg)),
-                _ => self.ctxs[ci].next_c.add(u32::from(arg)),
+                6 => wire(c.sub(1 + u32::from(arg))),
+                _ => wire(self.ctxs[ci].next_c.add(u32::from(arg))),
             };
             self.send_ack(ci, ep, psn, syndrome);
         }

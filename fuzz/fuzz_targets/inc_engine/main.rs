@@ -15,11 +15,13 @@
 //! A hand-written byte cursor (zeros once the input runs out), as in
 //! `rc_endpoint`: stable and easy to write seeds for by hand
 //! (`fuzz/gen_inc_engine_seeds.py` writes `fuzz/seeds/inc_engine/`).
-//! - The setup: 6 bytes (9 with a start PSN given in full), see
-//!   `Harness::new` in `setup.rs`.
+//! - The setup: 6 bytes (9 with a start PSN given in full), 3 more for the
+//!   extended setup (per-pattern contexts, Mode I), see `Harness::new` in
+//!   `setup.rs`.
 //! - Then operations until the input ends: one byte selects the operation
 //!   (`op % 11`, see [`Harness::step`]); the following bytes are its
-//!   arguments.
+//!   arguments. On a Mode I context the operations drive the RC peers of
+//!   its edges (`terminated.rs`, `peers.rs`).
 //!
 //! `INC_TRACE=1 target/x86_64-unknown-linux-gnu/release/inc_engine <input>`
 //! prints every operation, the frames in and out and the counters.
@@ -33,21 +35,43 @@
 //!   IPv4, UDP port, QPN) to the peer of one endpoint of one context, on
 //!   that endpoint's port; it is an ACK/NAK (AETH, no payload), a CNP (Mode
 //!   III with CNPs on, toward a rank), a control echo (36 bytes, the
-//!   context's group, first PSN = PSN + 1) or data (payload at most the
-//!   context's U; Mode III data and echoes ask for an ACK).
+//!   context's group, first PSN = PSN + 1 on every direction that carries
+//!   data) or data (payload at most the context's U; Mode III data and
+//!   echoes ask for an ACK).
+//! - Per-pattern contexts [CTL-050]…[CTL-053]: no data ever leaves on a
+//!   direction that carries only control messages, and data arriving on
+//!   one aggregates nothing; a control message of a collective the binding
+//!   does not carry (or with more payload per packet than U) installs
+//!   nothing, in every mode.
+//! - Mode I [M1-001]…[M1-040]: every frame toward an edge is an RC SEND
+//!   (FIRST/MIDDLE of one full MTU, LAST, ONLY, or a control ONLY with the
+//!   EPIC immediate) or an ACK/NAK; the requests of an edge run in PSN
+//!   order from the start PSN: the next PSN, a go-back to a PSN not yet
+//!   acknowledged, or a skip to the first unacknowledged one, never more
+//!   than the QP's window ahead of it; every ACK/NAK names a PSN the peer
+//!   sent (or the one after it). The peers are full RC endpoints; in clean
+//!   runs every message they receive is the control header begun (first
+//!   PSN aside) or the result of its invocation, pattern and index,
+//!   reduced in endpoint order (float sums included [M1-032]), and nothing
+//!   of an invocation reaches a peer before its control or echo.
 //! - While no forged frame may have changed what the engine knows ("clean"
 //!   runs): every emitted control echo carries the header the harness began
-//!   at that PSN, and every emitted data packet of an INT32 reduction, a
-//!   float Min/Max or a Broadcast carries exactly the reduction of the
-//!   inputs of its pattern (the payloads the harness's peers send).
+//!   at that PSN (the wire PSN of a control-only direction), and every
+//!   emitted data packet of an INT32 reduction, a float Min/Max or a
+//!   Broadcast carries exactly the reduction of the inputs of its pattern
+//!   (the payloads the harness's peers send).
 //! - Counters: `rx_frames` and `tx_frames` count every frame in and out;
-//!   each frame in bumps exactly one of `rx_not_epic`, `rx_acks`,
-//!   `rx_control`, `rx_data` or a drop reason decided before dispatch; a
-//!   frame not addressed to the switch's IPv4 address is `NotEpic`, and
-//!   `NotEpic` only for those and non-RoCE frames; a valid frame on the
-//!   wrong port or for an unknown QPN is dropped as such; a control message
-//!   announcing collective 5/6, the quantized flag or a root outside the
-//!   group installs nothing; data with the wrong length aggregates nothing.
+//!   each frame in for a Mode II/III context (or for no context) bumps
+//!   exactly one of `rx_not_epic`, `rx_acks`, `rx_control`, `rx_data` or a
+//!   drop reason decided before dispatch; one that reaches a Mode I edge
+//!   bumps none of those but `rx_acks` (exactly once for an ACK/NAK) and at
+//!   most one of `rx_data`, `rx_control`, `transport` and `bad_control`
+//!   (a request); a frame not addressed to the switch's IPv4 address is
+//!   `NotEpic`, and `NotEpic` only for those and non-RoCE frames; a valid
+//!   frame on the wrong port or for an unknown QPN is dropped as such; a
+//!   control message announcing collective 5/6, the quantized flag or a
+//!   root outside the group installs nothing; data with the wrong length
+//!   aggregates nothing.
 //! - `arena_used()` never changes after install.
 //! - Timers: Mode II arms none; after every operation `poll_timeout()` is
 //!   `None` or later than now; `handle_timeout` before the deadline changes
@@ -65,6 +89,15 @@
 //!   (Mode II, Mode III Reduce) or stalled (Mode III AllReduce); the engine
 //!   now refuses such invocations ([CTL-013]) and the reproducers
 //!   (`gen_inc_engine_seeds.py --oversize`) pass without the knob.
+//! - Fixed without a knob: on a per-pattern context the engine judged
+//!   rule 10 of a control header [WIRE-121] on the wire PSN of a
+//!   control-only direction, which drifts from the group PSN by the packets
+//!   of every earlier invocation, so near 2^24 packets it dropped valid
+//!   controls and sent echoes `parse_verified` rejects; and it took a first
+//!   control at any PSN although the control-only wire PSNs count from the
+//!   start PSN. It now judges rule 10 on the group PSN and takes the first
+//!   control only at the start PSN [CTL-054]; the reproducers are seeds
+//!   (`per_pattern_wire_psn_wrap`, `per_pattern_first_control_early`).
 //! - `INC_PITFALL=1` installs the engine's deliberately wrong Mode III
 //!   recycling (paper Figure 6): a self-test, the result check must fire
 //!   within seconds.
@@ -81,14 +114,20 @@ use epic_proto::wire::{EpicHeaderRepr, EthernetAddress, GroupId, Qpn, MAX_PAYLOA
 use epic_proto::{Instant, Psn};
 use libfuzzer_sys::fuzz_target;
 
+mod alignment;
 mod checks;
+mod edges;
 mod frames;
 mod model;
 mod ops;
+mod peers;
 mod setup;
+mod terminated;
 
 /// Frames kept for replays, mutations and wrong-port deliveries.
 const HISTORY: usize = 16;
+/// Data packets one "every block" operation sends at most.
+const MAX_BLOCKS: u32 = 256;
 /// Invocations the model remembers per context (the engine keeps 4, but
 /// of those it was told about).
 const MODEL_INVS: usize = 1024;
@@ -196,6 +235,14 @@ struct Ctx {
     next_c: Psn,
     /// Its invocation number.
     next_seq: u32,
+    /// Per-pattern contexts: the wire PSN of the next invocation's control
+    /// on a control-only direction. [CTL-051]
+    next_r: Psn,
+    /// Mode I: the RC peer of every edge (empty otherwise). [M1-001]
+    peers: Vec<peers::Peer1>,
+    /// Per-pattern contexts: an invocation was begun with a gap or
+    /// overlapping another, so wire PSNs no longer follow the hosts' rule.
+    tangled: bool,
 }
 
 impl Ctx {
@@ -218,13 +265,29 @@ impl Ctx {
         n.checked_sub(back).and_then(|i| self.invs.get(i)).copied()
     }
 
-    /// The invocation whose range `[c, G)` holds `psn`, newest first.
+    /// The invocation the engine may hold whose range `[c, G)` holds
+    /// `psn`, newest first.
     fn inv_of(&self, psn: Psn) -> Option<ModelInv> {
         self.invs
             .iter()
             .rev()
-            .find(|i| psn.distance_from(i.c) <= i.h.packet_count)
+            .find(|i| i.admitted && psn.distance_from(i.c) <= i.h.packet_count)
             .copied()
+    }
+
+    /// The invocation the engine may hold with sequence number `seq`,
+    /// newest first (Mode I tags messages by it).
+    fn inv_seq(&self, seq: u32) -> Option<ModelInv> {
+        self.invs
+            .iter()
+            .rev()
+            .find(|i| i.admitted && i.h.invocation == seq)
+            .copied()
+    }
+
+    /// Mode I. [M1-001]
+    fn mode1(&self) -> bool {
+        self.cfg.mode == Mode::Terminated
     }
 }
 
@@ -234,6 +297,16 @@ struct ModelInv {
     h: EpicHeaderRepr,
     /// The control PSN.
     c: Psn,
+    /// Per-pattern contexts: the control's wire PSN on a control-only
+    /// direction. [CTL-051]
+    r: Psn,
+    /// The engine must install it when its control arrives: `false` for a
+    /// collective the context's binding does not carry [CTL-050] or more
+    /// payload per packet than U [CTL-013]; such an invocation takes no
+    /// PSNs and no sequence number.
+    admitted: bool,
+    /// A control message of it installed it in the engine.
+    installed: bool,
 }
 
 impl ModelInv {
@@ -280,10 +353,14 @@ enum Expect {
     BadControl,
     /// A SEND ONLY with immediate without the EPIC tag.
     Unsupported,
-    /// A valid data packet; `inert`: it must aggregate nothing.
-    Data { inert: bool },
+    /// A valid data packet; `inert`: it must aggregate nothing (in clean
+    /// runs); `off_pattern`: it arrives on a per-pattern direction that
+    /// carries only control messages and must aggregate nothing at all.
+    Data { inert: bool, off_pattern: bool },
     /// A valid ACK/NAK.
     Ack,
+    /// A valid RC frame for a Mode I edge, on its port.
+    Rc,
 }
 
 /// A frame handed in, kept for replays.

@@ -82,6 +82,7 @@ impl Harness {
         }
         self.bytes_in += bytes.len();
         let before = self.eng.counters().clone();
+        let target = self.target_of(port, &bytes);
         let disp = self.eng.handle_frame(self.now, port, &bytes);
         self.rx_frames += 1;
         if tracing() {
@@ -97,6 +98,7 @@ impl Harness {
                 Err(e) => eprintln!("    in  port {port}: {} bytes ({e}) -> {disp:?}", bytes.len()),
             }
         }
+        let mode1 = target.is_some_and(|(ci, _)| self.ctxs[ci].mode1());
         checks::check_frame(
             &before,
             self.eng.counters(),
@@ -104,7 +106,13 @@ impl Harness {
             &bytes,
             expect,
             self.clean,
+            mode1,
         );
+        if self.eng.counters().invocations_installed > before.invocations_installed {
+            if let Some(h) = RoceFrame::parse(&bytes).ok().and_then(|f| f.epic) {
+                self.note_install(&h);
+            }
+        }
         if keep {
             if self.history.len() >= HISTORY {
                 self.history.pop_front();
@@ -112,13 +120,15 @@ impl Harness {
             self.history.push_back(Sent {
                 port,
                 bytes: bytes.clone(),
+                // A peer's frame is valid if it reached its edge (its
+                // message may be no valid EPIC control).
                 valid: matches!(
                     expect,
                     Expect::Control { .. }
                         | Expect::Data { .. }
                         | Expect::Ack
                         | Expect::Unsupported
-                ),
+                ) || (expect == Expect::Rc && target.is_some()),
             });
         }
         let now = self.now;
@@ -173,7 +183,7 @@ impl Harness {
     pub(crate) fn advance_time(&mut self, cur: &mut Cursor<'_>) {
         let sel = cur.u8();
         let v = u64::from(cur.u16());
-        let deadline = self.eng.poll_timeout();
+        let deadline = self.deadline();
         self.now = match sel % 5 {
             0 => self.now + Duration::from_nanos(v),
             1 => self.now + Duration::from_micros(v),
@@ -187,8 +197,16 @@ impl Harness {
         self.run_timers();
     }
 
+    /// The earliest deadline of the engine or a Mode I peer.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        match (self.eng.poll_timeout(), self.peer_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// `handle_timeout(now)`, with the early-call and no-deadline-left
-    /// checks.
+    /// checks; then the Mode I peers' timers.
     pub(crate) fn run_timers(&mut self) {
         let now = self.now;
         match self.eng.poll_timeout() {
@@ -206,19 +224,23 @@ impl Harness {
         if let Some(d) = self.eng.poll_timeout() {
             assert!(d > now, "deadline {d} <= now {now} after handle_timeout");
         }
+        self.run_peer_timers();
     }
 
     /// PUMP: well-behaved peers for up to 1 + byte 0 bits 0..3 rounds; bits
     /// 4..6 (L > 0): the links lose every (L + 1)-th frame the switch
     /// sends; bit 7: when nothing moves, advance to the next deadline and
-    /// fire it. Each round drains the switch; then every peer acknowledges
-    /// the last request it got, a parent switch answers what went up with
-    /// its AllReduce echo, and a peer NAKed for a sequence error goes back
-    /// to the NAK's PSN and sends again (up to N PSNs).
+    /// fire it. Each round hands in what the Mode I peers have to send and
+    /// drains the switch; then every peer acknowledges the last request it
+    /// got, a parent switch answers what went up with its AllReduce echo,
+    /// a peer NAKed for a sequence error goes back to the NAK's PSN and
+    /// sends again (up to N PSNs), and the Mode I peers take their frames
+    /// (their RC endpoints answer on their own).
     pub(crate) fn pump(&mut self, cur: &mut Cursor<'_>) {
         let arg = cur.u8();
         let loss = usize::from((arg >> 4) & 7);
         for _ in 0..=(arg & 15) {
+            let flushed = self.flush_peers();
             let mut out = self.drain(0, usize::MAX);
             if loss > 0 {
                 let mut i = 0;
@@ -227,8 +249,8 @@ impl Harness {
                     i % (loss + 1) != 0
                 });
             }
-            if out.is_empty() {
-                match self.eng.poll_timeout() {
+            if out.is_empty() && flushed == 0 {
+                match self.deadline() {
                     Some(d) if arg & 0x80 != 0 => {
                         self.now = self.now.max(d);
                         self.run_timers();
@@ -246,6 +268,10 @@ impl Harness {
         let mut echo = Vec::new();
         let mut resend = Vec::new();
         for o in out {
+            if self.ctxs[o.ci].mode1() {
+                self.deliver1(o.ci, o.ep, &o.frame);
+                continue;
+            }
             match o.kind {
                 Kind::Control | Kind::Data => {
                     match last.iter_mut().find(|x| x.0 == o.ci && x.1 == o.ep) {
@@ -267,6 +293,7 @@ impl Harness {
         }
         for (ci, ep, psn) in echo {
             let ctx = &self.ctxs[ci];
+            let psn = ctx.group_out(ep, psn);
             let Some(inv) = ctx.inv_of(psn) else {
                 continue;
             };
@@ -282,10 +309,11 @@ impl Harness {
         }
     }
 
-    /// The peer of `ep` goes back to `from` and sends again what it sends
-    /// there, up to N PSNs.
+    /// The peer of `ep` goes back to `from` (a wire PSN) and sends again
+    /// what it sends there, up to N PSNs.
     fn resend(&mut self, ci: usize, ep: usize, from: Psn) {
         let n = self.ctxs[ci].cfg.slots;
+        let from = self.ctxs[ci].group_in(ep, from);
         for k in 0..n {
             let q = from.add(k);
             let ctx = &self.ctxs[ci];

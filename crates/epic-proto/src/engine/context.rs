@@ -9,6 +9,7 @@ use super::alignment::Flow;
 use super::config::{
     ContextConfig, EngineConfig, Mode, PatternBinding, PsnAlignment, INVOCATION_SLOTS,
 };
+use super::counters::EngineDropReason;
 use super::endpoint::EndpointState;
 use super::inc_engine::{emit_cnp, emit_response, Io};
 use super::invocation::{Invocation, InvocationTable, Pattern, PipeId, Shape};
@@ -349,7 +350,17 @@ impl Context {
     /// then a CNP, then (Mode III) its next data packet.
     pub(crate) fn transmit(&mut self, io: &mut Io<'_>, ep: u16, buf: &mut [u8]) -> Option<usize> {
         if let Some(t) = self.term.as_mut() {
-            return t.transmit(io, ep, buf);
+            return match t.transmit(io, ep, buf) {
+                Ok(sent) => sent,
+                Err(_) => {
+                    // The RC endpoint keeps the frame: come back to it.
+                    io.drop(EngineDropReason::TxBufferTooSmall);
+                    if let Some(e) = self.eps.get_mut(usize::from(ep)) {
+                        io.list(ep, &mut e.listed);
+                    }
+                    None
+                }
+            };
         }
         let e = self.eps.get_mut(usize::from(ep))?;
         if let Some(r) = e.response.take() {
@@ -366,7 +377,15 @@ impl Context {
             return emit_cnp(io, &e.cfg, buf);
         }
         if self.cfg.mode == Mode::Augmented {
-            return self.transmit3(io, ep, buf);
+            let short = io.counters.drops(EngineDropReason::TxBufferTooSmall);
+            let sent = self.transmit3(io, ep, buf);
+            if io.counters.drops(EngineDropReason::TxBufferTooSmall) > short {
+                // The packet stays in its pipe: come back to it.
+                if let Some(e) = self.eps.get_mut(usize::from(ep)) {
+                    io.list(ep, &mut e.listed);
+                }
+            }
+            return sent;
         }
         None
     }

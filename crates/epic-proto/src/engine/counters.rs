@@ -83,6 +83,11 @@ engine_drop_reasons! {
     FatalNak => "fatal_nak",
     /// The output queue was full. [ENG-020]
     TxQueueFull => "tx_queue_full",
+    /// `poll_transmit` was given a buffer shorter than the frame due. A
+    /// queued frame or an ACK/NAK is dropped (the peers' retransmission
+    /// recovers); a Mode I edge's RC endpoint keeps its frame for the next
+    /// call. [ENG-020]
+    TxBufferTooSmall => "tx_buffer_too_small",
     /// Mode I: the edge's RC endpoint did not act on the frame; its own
     /// counters say why (duplicate, out of sequence, RNR …). [M1-040]
     Transport => "transport",
@@ -148,8 +153,12 @@ impl EngineCounters {
     }
 
     pub(crate) fn drop(&mut self, reason: EngineDropReason) {
+        self.drop_n(reason, 1);
+    }
+
+    pub(crate) fn drop_n(&mut self, reason: EngineDropReason, frames: u64) {
         if let Some(n) = self.drops.get_mut(reason as usize) {
-            *n += 1;
+            *n += frames;
         }
     }
 }

@@ -7,6 +7,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
+use super::alignment::Flow;
 use super::config::{
     ContextConfig, EngineConfig, Mode, Peer, PortNo, PsnAlignment, MAX_CONTEXT_ENDPOINTS,
 };
@@ -19,8 +20,8 @@ use super::txq::{TxQueue, WorkList};
 use crate::roce::rxe_udp_sport;
 use crate::time::Instant;
 use crate::wire::{
-    AckFrame, AckFrameRepr, AethRepr, CnpRepr, ErrorKind, ExtHeaders, GroupId, LaxFrame, Layer,
-    Opcode, Qpn, RoceFrame, EPIC_IMM_TAG,
+    AckFrame, AckFrameRepr, AethRepr, CnpRepr, EmitError, ErrorKind, ExtHeaders, GroupId, LaxFrame,
+    Layer, Opcode, Qpn, RoceFrame, EPIC_IMM_TAG,
 };
 use core::net::Ipv4Addr;
 
@@ -234,16 +235,21 @@ impl IncEngine {
                 return d;
             }
         }
-        match RoceFrame::parse_verified(frame) {
+        // Rule 10 of the control header waits for the context: its PSN
+        // may need translating first. [CTL-054]
+        match RoceFrame::parse_verified_except_control_psn(frame) {
             Ok(f) => self.dispatch(now, port, &f),
             Err(e) => self.parse_failure(frame, e.layer, e.kind),
         }
     }
 
     /// Handles a frame the driver has already parsed and verified (with
-    /// [`RoceFrame::parse_verified`], or in hardware: IPv4 checksum and
-    /// ICRC checked, the EPIC header of a control message validated).
-    /// [ENG-001]
+    /// [`RoceFrame::parse_verified_except_control_psn`], or in hardware:
+    /// IPv4 checksum and ICRC checked, the EPIC header of a control message
+    /// validated). The engine judges a control message's PSN against its
+    /// data range itself, after translating it; a driver that applies
+    /// [`RoceFrame::parse_verified`] instead drops some valid control
+    /// messages of per-pattern contexts. [ENG-001] [CTL-054]
     pub fn handle_verified(
         &mut self,
         now: Instant,
@@ -326,6 +332,18 @@ impl IncEngine {
             return Disposition::Consumed;
         };
         let ep = entry.ep;
+        // [WIRE-121] judged on the PSN the header speaks of. [CTL-054]
+        if let Some(h) = f.epic {
+            let psn = match ctx.term {
+                // A Mode I edge terminates the connection: no translation.
+                Some(_) => f.bth.psn,
+                None => ctx.group_psn(ep, Flow::In, f.bth.psn),
+            };
+            if h.check_control_psn(psn).is_err() {
+                io.drop(EngineDropReason::BadControl);
+                return Disposition::Consumed;
+            }
+        }
         if ctx.term.is_some() {
             ctx.frame1(&mut io, ep, f);
             return Disposition::Consumed;
@@ -390,7 +408,11 @@ impl IncEngine {
     /// Mode III data from the pipes, endpoints taking turns. A frame that
     /// does not fit `buf` is dropped and counted. [ENG-020]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(PortNo, usize)> {
-        if let Some((port, len)) = self.txq.pop_into(buf) {
+        let mut discarded = 0;
+        let queued = self.txq.pop_into(buf, &mut discarded);
+        self.counters
+            .drop_n(EngineDropReason::TxBufferTooSmall, discarded);
+        if let Some((port, len)) = queued {
             self.counters.tx_frames += 1;
             return Some((port, len));
         }
@@ -562,7 +584,7 @@ pub(crate) fn emit_response(
 ) -> Option<usize> {
     *io.ident = io.ident.wrapping_add(1);
     let src = io.source();
-    AckFrameRepr {
+    let frame = AckFrameRepr {
         dst_mac: ep.remote_mac,
         src_mac: src.mac,
         src: src.ip,
@@ -575,9 +597,21 @@ pub(crate) fn emit_response(
             syndrome: r.syndrome,
             msn: r.msn,
         },
+    };
+    emitted(io, frame.emit(buf))
+}
+
+/// The length of a frame written for `poll_transmit`, or `None`, counting
+/// a caller's buffer too short for it. [ENG-020]
+pub(crate) fn emitted(io: &mut Io<'_>, r: Result<usize, EmitError>) -> Option<usize> {
+    match r {
+        Ok(n) => Some(n),
+        Err(EmitError::BufferTooSmall { .. }) => {
+            io.drop(EngineDropReason::TxBufferTooSmall);
+            None
+        }
+        Err(_) => None,
     }
-    .emit(buf)
-    .ok()
 }
 
 /// Writes a CNP toward `ep` into `buf`. [M3-060]
@@ -597,5 +631,6 @@ pub(crate) fn emit_cnp(
             ..ExtHeaders::default()
         },
     };
-    translate_header(io.source(), *io.ident, ep, &pkt, &[], buf).ok()
+    let r = translate_header(io.source(), *io.ident, ep, &pkt, &[], buf);
+    emitted(io, r)
 }

@@ -362,12 +362,17 @@ impl InvocationTable {
             inv.control_seen |= bit;
             return Ok(ControlOutcome::Known(slot));
         }
-        if let Some(newest) = self.newest() {
+        let in_order = match self.newest() {
             // The new range must start at or after the newest one's end;
             // exactly there when QPs never move their PSNs. [CTL-014] [CTL-051]
-            if psn.is_before(newest.end) || (binding.is_some() && psn != newest.end) {
-                return Err(EngineDropReason::ControlOutOfOrder);
-            }
+            Some(newest) => !psn.is_before(newest.end) && (binding.is_none() || psn == newest.end),
+            // QPs that never move their PSNs start the group at its start
+            // PSN: that is where the control-only wire PSNs count from.
+            // [CTL-051] [CTL-054]
+            None => binding.is_none() || psn == self.next_rank_psn,
+        };
+        if !in_order {
+            return Err(EngineDropReason::ControlOutOfOrder);
         }
         let reduction = match (
             ElemType::from_wire(header.data_type),

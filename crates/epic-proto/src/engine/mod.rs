@@ -52,6 +52,8 @@ mod pipe;
 mod txq;
 
 #[cfg(all(test, feature = "alloc"))]
+mod alignment_tests;
+#[cfg(all(test, feature = "alloc"))]
 mod install_tests;
 
 #[cfg(feature = "alloc")]

@@ -8,7 +8,7 @@ use super::config::{Peer, Pitfall, INVOCATION_SLOTS};
 use super::context::Context;
 use super::counters::EngineDropReason;
 use super::endpoint::Response;
-use super::inc_engine::Io;
+use super::inc_engine::{emitted, Io};
 use super::invocation::{Pattern, PipeId};
 use super::mode2::{control_packet, result_payload};
 use super::modules::aggregate_data::aggregate_data;
@@ -478,7 +478,8 @@ impl Context {
             let mut hdr = [0u8; EPIC_HEADER_LEN];
             inv.header.emit(&mut hdr).ok()?;
             let wire = self.wire_psn(ep, Flow::Out, q);
-            translate_header(src, ident, &e.cfg, &control_packet(wire, true), &hdr, buf).ok()?
+            let r = translate_header(src, ident, &e.cfg, &control_packet(wire, true), &hdr, buf);
+            emitted(io, r)?
         } else {
             let n = usize::from(meta.len);
             let pkt = Outgoing {
@@ -492,18 +493,18 @@ impl Context {
                 Some(_) => {
                     let mut scratch = core::mem::take(io.scratch);
                     let ok = result_payload(pipe, slot, reduction, n, &mut scratch);
-                    let r = ok
-                        .then(|| {
-                            let payload = scratch.get(..n).unwrap_or(&[]);
-                            translate_header(src, ident, &e.cfg, &pkt, payload, buf).ok()
-                        })
-                        .flatten();
+                    let r = ok.then(|| {
+                        let payload = scratch.get(..n).unwrap_or(&[]);
+                        translate_header(src, ident, &e.cfg, &pkt, payload, buf)
+                    });
+                    let r = r.and_then(|r| emitted(io, r));
                     *io.scratch = scratch;
                     r?
                 }
                 None => {
                     let payload = pipe.acc(slot).get(..n)?;
-                    translate_header(src, ident, &e.cfg, &pkt, payload, buf).ok()?
+                    let r = translate_header(src, ident, &e.cfg, &pkt, payload, buf);
+                    emitted(io, r)?
                 }
             }
         };

@@ -53,8 +53,12 @@ impl TxQueue {
     }
 
     /// Copies the oldest frame into `out`. A frame longer than `out` is
-    /// discarded.
-    pub(crate) fn pop_into(&mut self, out: &mut [u8]) -> Option<(PortNo, usize)> {
+    /// discarded and counted in `discarded`.
+    pub(crate) fn pop_into(
+        &mut self,
+        out: &mut [u8],
+        discarded: &mut u64,
+    ) -> Option<(PortNo, usize)> {
         while self.len > 0 {
             let cap = self.bufs.len();
             let at = self.head;
@@ -66,9 +70,12 @@ impl TxQueue {
             }
             let (port, n) = self.meta.get(at).copied()?;
             let src = self.bufs.get(at).and_then(|b| b.get(..n))?;
-            if let Some(dst) = out.get_mut(..n) {
-                dst.copy_from_slice(src);
-                return Some((port, n));
+            match out.get_mut(..n) {
+                Some(dst) => {
+                    dst.copy_from_slice(src);
+                    return Some((port, n));
+                }
+                None => *discarded += 1,
             }
         }
         None
@@ -150,11 +157,22 @@ mod tests {
         }));
         assert!(!q.push_with(3, |_| Ok(1)), "full");
         let mut out = [0u8; 16];
-        assert_eq!(q.pop_into(&mut out), Some((1, 1)));
+        let mut discarded = 0;
+        assert_eq!(q.pop_into(&mut out, &mut discarded), Some((1, 1)));
         assert_eq!(out[0], 1);
-        assert_eq!(q.pop_into(&mut out), Some((2, 1)));
-        assert_eq!(q.pop_into(&mut out), None);
+        assert_eq!(q.pop_into(&mut out, &mut discarded), Some((2, 1)));
+        assert_eq!(q.pop_into(&mut out, &mut discarded), None);
         assert!(q.is_empty());
+        assert_eq!(discarded, 0);
+        // [ENG-020] A frame longer than the caller's buffer is discarded
+        // and counted; the next one still comes out.
+        assert!(q.push_with(1, |_| Ok(8)));
+        assert!(q.push_with(2, |b| {
+            b[0] = 9;
+            Ok(1)
+        }));
+        assert_eq!(q.pop_into(&mut out[..4], &mut discarded), Some((2, 1)));
+        assert_eq!((out[0], discarded), (9, 1));
         let mut w = WorkList::new(2);
         assert!(w.push(0, 1) && w.push(0, 2) && !w.push(0, 3));
         assert_eq!(w.pop(), Some((0, 1)));

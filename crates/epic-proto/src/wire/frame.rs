@@ -225,10 +225,11 @@ fn walk<'a>(
     }
     let epic = match verify {
         Verify::TransportOnly => None,
-        Verify::No | Verify::Checksums if is_epic_control(&bth, &ext) => {
-            Some(epic_control(bth.psn, payload, payload_at, rec)?)
+        _ if !is_epic_control(&bth, &ext) => None,
+        Verify::No | Verify::Checksums => {
+            Some(epic_control(Some(bth.psn), payload, payload_at, rec)?)
         }
-        Verify::No | Verify::Checksums => None,
+        Verify::HeaderOnly => Some(epic_control(None, payload, payload_at, rec)?),
     };
     Ok(RoceFrame {
         buf,
@@ -309,11 +310,12 @@ fn udp_layer<'a>(udp: &[u8], rec: &mut impl Record<'a>) -> Result<UdpRepr, Error
 
 /// The EPIC checks of a control message whose payload starts at
 /// `payload_at` (SPEC Table 9-1, last group): header version and length,
-/// then validation. Reports the header to `rec` when it parses.
-/// [WIRE-100]–[WIRE-114]
+/// then validation, then (given the PSN the header speaks of) rule 10 of
+/// Table 8-6. Reports the header to `rec` when it parses.
+/// [WIRE-100]–[WIRE-114] [WIRE-121]
 #[inline(never)]
 fn epic_control<'a>(
-    psn: Psn,
+    psn: Option<Psn>,
     payload: &[u8],
     payload_at: usize,
     rec: &mut impl Record<'a>,
@@ -322,7 +324,7 @@ fn epic_control<'a>(
         .map_err(|e| e.add_offset(payload_at))?;
     rec.epic(epic);
     epic.validate()
-        .and_then(|()| epic.check_control_psn(psn))
+        .and_then(|()| psn.map_or(Ok(()), |psn| epic.check_control_psn(psn)))
         .map_err(|v| Error::new(Layer::Epic, ErrorKind::EpicInvalid(v)).add_offset(payload_at))?;
     Ok(epic)
 }
@@ -359,6 +361,8 @@ enum Verify {
     Checksums,
     /// Checksums, but an EPIC control message is left as the SEND it is.
     TransportOnly,
+    /// Checksums and the EPIC header without rule 10 (the control PSN).
+    HeaderOnly,
 }
 
 /// A parsed RoCEv2 frame borrowing its buffer. [WIRE-060]
@@ -407,6 +411,19 @@ impl<'a> RoceFrame<'a> {
     /// transport would; judging it is the collective layer's job. [RC-006]
     pub fn parse_verified_transport(buf: &'a [u8]) -> Result<RoceFrame<'a>, Error> {
         RoceFrame::parse_with(buf, Verify::TransportOnly)
+    }
+
+    /// Parses and verifies like [`RoceFrame::parse_verified`] but leaves
+    /// out one check that needs more than the frame: whether a control
+    /// message's PSN lies outside the data range it announces (rule 10 of
+    /// SPEC Table 8-6). On a per-pattern direction that carries only
+    /// control messages the wire PSN is not the PSN the header speaks of;
+    /// a switch judges rule 10 after translating it, with
+    /// [`EpicHeaderRepr::check_control_psn`]. Every other check, the
+    /// header's rules 1–9 included, runs as in `parse_verified`.
+    /// [WIRE-121] [CTL-054]
+    pub fn parse_verified_except_control_psn(buf: &'a [u8]) -> Result<RoceFrame<'a>, Error> {
+        RoceFrame::parse_with(buf, Verify::HeaderOnly)
     }
 
     /// The one copy of the strict parser ([`walk`] is inlined into it).

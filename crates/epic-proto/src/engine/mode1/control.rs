@@ -124,6 +124,15 @@ impl Context {
                 return None;
             }
         };
+        // A context bound to one pattern runs it and Barrier only, in
+        // every mode. [CTL-050]
+        if self
+            .binding()
+            .is_some_and(|b| !b.admits(h.collective, h.root_rank))
+        {
+            io.drop(EngineDropReason::UnsupportedInvocation);
+            return None;
+        }
         let t = self.term.as_mut()?;
         if let Some(i) = t.invs.iter().position(|s| {
             s.as_ref()

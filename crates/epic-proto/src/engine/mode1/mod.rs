@@ -8,4 +8,7 @@ mod msg_buf;
 mod stages;
 mod terminated;
 
+#[cfg(test)]
+mod tests;
+
 pub(crate) use terminated::Terminated;

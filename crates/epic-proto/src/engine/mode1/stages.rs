@@ -11,7 +11,7 @@ use crate::engine::context::Context;
 use crate::engine::counters::EngineDropReason;
 use crate::engine::inc_engine::Io;
 use crate::engine::invocation::{EpSet, Pattern, PipeId, Shape};
-use crate::roce::{Completion, SendOp, WcStatus};
+use crate::roce::{Completion, Counters, DropReason, SendOp, WcStatus};
 use crate::wire::{EpicHeaderPacket, EpicHeaderRepr, EPIC_IMM_TAG};
 
 /// What one completion asks of the context.
@@ -31,9 +31,9 @@ impl Context {
         else {
             return;
         };
-        let before = e.qp.counters().total_drops();
+        let before = frames_not_acted_on(e.qp.counters());
         e.qp.handle_verified(io.now, f);
-        if e.qp.counters().total_drops() > before {
+        if frames_not_acted_on(e.qp.counters()) > before {
             io.drop(EngineDropReason::Transport);
         }
         if f.bth.opcode == crate::wire::Opcode::RcAcknowledge {
@@ -60,6 +60,7 @@ impl Context {
     /// Drains every endpoint's completions.
     fn completions1(&mut self, io: &mut Io<'_>) -> bool {
         let mut moved = false;
+        let shape = self.shape;
         for ep in 0..self.shape.eps {
             loop {
                 let Some(t) = self.term.as_mut() else {
@@ -73,7 +74,7 @@ impl Context {
                     break;
                 };
                 moved = true;
-                match completion1(t, io, ep, c) {
+                match completion1(t, io, shape, ep, c) {
                     Event::Control(from, h) => self.control1(io, from, &h),
                     Event::None => {}
                 }
@@ -101,10 +102,18 @@ impl Context {
     }
 }
 
+/// The frames an endpoint did not act on: its drops, except a response
+/// coalesced into a newer one, which counts a request the endpoint took.
+/// [M1-040] [RC-057]
+fn frames_not_acted_on(c: &Counters) -> u64 {
+    c.total_drops() - c.drops(DropReason::ResponseCoalesced)
+}
+
 /// Handles one completion of edge `ep`.
 fn completion1(
     t: &mut Terminated,
     io: &mut Io<'_>,
+    shape: Shape,
     ep: u16,
     c: Completion<super::msg_buf::MsgBuf, super::msg_buf::MsgBuf>,
 ) -> Event {
@@ -159,6 +168,17 @@ fn completion1(
                 io.drop(EngineDropReason::OutsideInvocation);
                 return Event::None;
             };
+            // Only an input edge of the pattern sends data; anything else
+            // would wait in the queue forever and block the edge's later
+            // invocations. [M1-030]
+            let input = [PipeId::Up, PipeId::Down]
+                .iter()
+                .any(|p| shape.ins(inv.pattern, *p).contains(ep));
+            if !input {
+                repost(e, ep, index, buf);
+                io.drop(EngineDropReason::WrongDirection);
+                return Event::None;
+            }
             if k >= inv.msgs {
                 repost(e, ep, index, buf);
                 io.drop(EngineDropReason::OutsideInvocation);
@@ -225,6 +245,14 @@ fn needs_echo(shape: Shape, outs: EpSet) -> bool {
     outs.mask & !shape.parent.map_or(0, |p| 1u64 << p) != 0
 }
 
+/// Whether a stage sending to `outs` must wait for the invocation's
+/// control to have gone up: the parent tags what arrives by the last
+/// control it got, and the control waits behind older invocations, so
+/// nothing of an invocation may overtake it. [M1-022] [M1-030]
+fn needs_control_up(shape: Shape, outs: EpSet) -> bool {
+    shape.parent.is_some_and(|p| outs.contains(p))
+}
+
 /// Whether every edge of `ins` holds message `k` of invocation `seq` at
 /// the front of its queue.
 fn all_hold(t: &Terminated, ins: EpSet, seq: u32, k: u32) -> bool {
@@ -253,7 +281,9 @@ fn up1(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) -> bool {
         // The root of an AllReduce: the result is the broadcast.
         outs = shape.outs(Pattern::AllReduce, PipeId::Down);
     }
-    if needs_echo(shape, outs) && !inv.echo_down {
+    if (needs_echo(shape, outs) && !inv.echo_down)
+        || (needs_control_up(shape, outs) && !inv.control_up)
+    {
         return false;
     }
     let w = t.results.len().max(1);
@@ -355,7 +385,9 @@ fn down1(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) -> bool
         return false;
     }
     let outs = shape.outs(pattern, PipeId::Down);
-    if needs_echo(shape, outs) && !inv.echo_down {
+    if (needs_echo(shape, outs) && !inv.echo_down)
+        || (needs_control_up(shape, outs) && !inv.control_up)
+    {
         return false;
     }
     let (seq, k) = (inv.header.invocation, inv.down_k);

@@ -234,15 +234,18 @@ impl Terminated {
         size_of::<Inv1>()
     }
 
-    /// Writes edge `ep`'s next frame.
+    /// Writes edge `ep`'s next frame; an error (`buf` too short) leaves
+    /// it with the endpoint.
     pub(crate) fn transmit(
         &mut self,
         io: &mut crate::engine::inc_engine::Io<'_>,
         ep: u16,
         buf: &mut [u8],
-    ) -> Option<usize> {
-        let e = self.edges.get_mut(usize::from(ep))?;
-        e.qp.poll_transmit(io.now, buf).ok().flatten()
+    ) -> Result<Option<usize>, crate::roce::ApiError> {
+        let Some(e) = self.edges.get_mut(usize::from(ep)) else {
+            return Ok(None);
+        };
+        e.qp.poll_transmit(io.now, buf)
     }
 
     /// The endpoints' next timer.

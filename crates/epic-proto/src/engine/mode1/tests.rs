@@ -1,0 +1,370 @@
+//! Mode I through the engine's API, with RC endpoints as the peers of the
+//! edges. [M1-001]
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::net::Ipv4Addr;
+
+use crate::engine::{
+    ContextConfig, EndpointConfig, EngineConfig, EngineDropReason, IncEngine, Mode, PatternBinding,
+    Peer, PsnAlignment,
+};
+use crate::psn::Psn;
+use crate::roce::{Mtu, PathConfig, QpConfig, RcQp, SendOp, WrId};
+use crate::time::Instant;
+use crate::wire::{
+    Collective, DataType, EpicFlags, EpicHeaderRepr, EthernetAddress, GroupId, Opcode, Qpn,
+    ReduceOp, RoceFrame, EPIC_HEADER_LEN, EPIC_IMM_TAG,
+};
+
+const MAC: EthernetAddress = EthernetAddress([2, 0, 0, 1, 0, 0]);
+const IP: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 0);
+/// Bytes of a data message: one packet of the 256-byte MTU.
+const MSG: usize = 256;
+
+type Qp = RcQp<Vec<u8>, Vec<u8>>;
+
+/// A Mode I context of `k` ranks on ports 0..k (a star), or with `leaf` of
+/// ranks 0 and 1 on ports 0 and 1 under a parent switch on port 2, behind
+/// which ranks 2..k are; W = `window`, M = 1, U = 256.
+fn context(k: u16, leaf: bool, window: u32, alignment: PsnAlignment) -> ContextConfig {
+    let edges = if leaf { 3 } else { k };
+    ContextConfig {
+        group: GroupId(1),
+        mode: Mode::Terminated,
+        ranks: k,
+        endpoints: (0..edges)
+            .map(|i| EndpointConfig {
+                port: i,
+                local_qpn: Qpn::try_new(0x1000 + u32::from(i)).unwrap(),
+                remote_qpn: Qpn::try_new(0x100 + u32::from(i)).unwrap(),
+                remote_mac: EthernetAddress([2, 0, 0, 0, 0, i as u8]),
+                remote_ip: Ipv4Addr::new(10, 0, 0, i as u8),
+                peer: if leaf && i == 2 {
+                    Peer::Switch
+                } else {
+                    Peer::Rank(i)
+                },
+            })
+            .collect(),
+        parent: leaf.then_some(2),
+        route: (0..k).map(|r| if leaf { r.min(2) } else { r }).collect(),
+        slots: window,
+        max_payload: 256,
+        reproducible: false,
+        alignment,
+        message_packets: 1,
+    }
+}
+
+/// The engine and the RC endpoint at the far end of every edge.
+struct Rig {
+    eng: IncEngine,
+    peers: Vec<Qp>,
+    now: Instant,
+}
+
+impl Rig {
+    fn new(cfg: ContextConfig) -> Rig {
+        let mut eng = IncEngine::new(EngineConfig::new(MAC, IP));
+        let peers = cfg
+            .endpoints
+            .iter()
+            .map(|e| {
+                let path = PathConfig::new(e.remote_mac, MAC, e.remote_ip, IP);
+                let mut q = QpConfig::new(e.remote_qpn, e.local_qpn, path);
+                q.mtu = Mtu::Mtu256;
+                let mut qp = Qp::new(q).unwrap();
+                for _ in 0..32 {
+                    qp.post_recv(WrId(0), vec![0; MSG]).unwrap();
+                }
+                qp
+            })
+            .collect();
+        eng.install(cfg).unwrap();
+        Rig {
+            eng,
+            peers,
+            now: Instant::from_nanos(0),
+        }
+    }
+
+    /// What peer `p` has to send.
+    fn sent_by_peer(&mut self, p: usize) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 4500];
+        while let Some(n) = self.peers[p].poll_transmit(self.now, &mut buf).unwrap() {
+            out.push(buf[..n].to_vec());
+        }
+        out
+    }
+
+    /// Hands everything peer `p` has to send to the engine.
+    fn peer_sends(&mut self, p: usize) {
+        for f in self.sent_by_peer(p) {
+            self.eng.handle_frame(self.now, p as u16, &f);
+        }
+    }
+
+    /// What the engine sends, by port.
+    fn sent_by_engine(&mut self) -> Vec<(usize, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 4500];
+        while let Some((port, n)) = self.eng.poll_transmit(self.now, &mut buf) {
+            out.push((usize::from(port), buf[..n].to_vec()));
+        }
+        out
+    }
+
+    /// Delivers everything the engine sends to the peers.
+    fn engine_sends(&mut self) {
+        for (port, f) in self.sent_by_engine() {
+            self.peers[port].handle_frame(self.now, &f);
+        }
+    }
+
+    /// Peer `p` posts the control message of `h` (its own first data PSN).
+    fn control(&mut self, p: usize, h: EpicHeaderRepr) {
+        let qp = &mut self.peers[p];
+        let h = EpicHeaderRepr {
+            first_psn: qp.post_psn().next(),
+            ..h
+        };
+        let mut b = vec![0u8; EPIC_HEADER_LEN];
+        h.emit(&mut b).unwrap();
+        qp.post_send(WrId(1), SendOp::SendWithImm { imm: EPIC_IMM_TAG }, b)
+            .unwrap();
+    }
+
+    /// Peer `p` posts `n` data messages.
+    fn data(&mut self, p: usize, n: usize) {
+        for _ in 0..n {
+            self.peers[p]
+                .post_send(WrId(2), SendOp::Send, vec![7; MSG])
+                .unwrap();
+        }
+    }
+}
+
+/// An INT32 invocation of `packets` one-packet messages.
+fn header(seq: u32, collective: Collective, root: u16, packets: u32) -> EpicHeaderRepr {
+    let reduces = matches!(collective, Collective::AllReduce | Collective::Reduce);
+    EpicHeaderRepr {
+        group_id: GroupId(1),
+        invocation: seq,
+        collective,
+        reduce_op: if reduces {
+            ReduceOp::Sum
+        } else {
+            ReduceOp::None
+        },
+        data_type: DataType::Int32,
+        flags: EpicFlags::default(),
+        root_rank: root,
+        first_psn: Psn::ZERO,
+        packet_count: packets,
+        element_count: u64::from(packets) * (MSG as u64 / 4),
+        payload_bytes_per_packet: MSG as u16,
+    }
+}
+
+/// [CTL-050] A Mode I context bound to one pattern refuses the others'
+/// control messages, as Modes II and III do, and runs its own.
+#[test]
+fn bound_context_runs_its_pattern_only() {
+    let binding = PatternBinding::Reduce { root: 1 };
+    let mut rig = Rig::new(context(3, false, 2, PsnAlignment::PerPattern(binding)));
+    for p in 0..3 {
+        rig.control(p, header(1, Collective::AllReduce, 0, 2));
+        rig.peer_sends(p);
+    }
+    let c = rig.eng.counters();
+    assert_eq!(c.invocations_installed, 0);
+    assert_eq!(c.drops(EngineDropReason::UnsupportedInvocation), 3);
+    for p in 0..3 {
+        rig.control(p, header(1, Collective::Reduce, 1, 2));
+        rig.peer_sends(p);
+    }
+    assert_eq!(rig.eng.counters().invocations_installed, 1);
+}
+
+/// [M1-040] A request the edge's endpoint took counts once, as data, even
+/// when its ACK is coalesced into a newer one because the endpoint's
+/// response queue is full.
+#[test]
+fn coalesced_ack_is_not_a_transport_drop() {
+    let mut rig = Rig::new(context(2, false, 8, PsnAlignment::Resync));
+    for p in 0..2 {
+        rig.control(p, header(1, Collective::AllReduce, 0, 12));
+        rig.peer_sends(p);
+    }
+    rig.engine_sends();
+    rig.peer_sends(0);
+    rig.peer_sends(1);
+    let before = rig.eng.counters().clone();
+    // W + 1 = 9 receives: nine messages at once, nine ACKs queued.
+    rig.data(0, 9);
+    rig.peer_sends(0);
+    let c = rig.eng.counters();
+    assert_eq!(c.rx_data - before.rx_data, 9);
+    assert_eq!(
+        c.drops(EngineDropReason::Transport),
+        before.drops(EngineDropReason::Transport)
+    );
+}
+
+/// [M1-022] [M1-030] At a leaf, nothing of an invocation goes up before
+/// its control, which waits behind older invocations: when one ACK of the
+/// parent frees the result buffers that both the older invocation's last
+/// message and the newer one's first wait for, the newer message still
+/// follows its control (the parent tags messages by the last control it
+/// got).
+#[test]
+fn leaf_sends_no_data_up_before_its_control() {
+    let mut rig = Rig::new(context(4, true, 2, PsnAlignment::Resync));
+    let up = |frames: &[(usize, Vec<u8>)]| -> Vec<(Opcode, Psn)> {
+        frames
+            .iter()
+            .filter(|(port, _)| *port == 2)
+            .map(|(_, f)| {
+                let f = RoceFrame::parse(f).unwrap();
+                (f.bth.opcode, f.bth.psn)
+            })
+            .collect()
+    };
+    // Z, a Reduce toward rank 3 (behind the parent): control up, echo down.
+    let z = header(1, Collective::Reduce, 3, 2);
+    for p in 0..2 {
+        rig.control(p, z);
+        rig.peer_sends(p);
+    }
+    rig.engine_sends();
+    rig.control(2, z);
+    rig.peer_sends(2);
+    rig.engine_sends();
+    rig.peer_sends(0);
+    rig.peer_sends(1);
+    // Its two results go up in result buffers 0 and 1; the second is lost.
+    for p in 0..2 {
+        rig.data(p, 2);
+        rig.peer_sends(p);
+    }
+    let out = rig.sent_by_engine();
+    let z1 = up(&out)[1].1;
+    for (port, f) in &out {
+        if !(*port == 2 && RoceFrame::parse(f).unwrap().bth.psn == z1) {
+            rig.peers[*port].handle_frame(rig.now, f);
+        }
+    }
+    rig.peer_sends(2);
+    rig.peer_sends(0);
+    rig.peer_sends(1);
+    // A, the same: its first result takes buffer 0, the second waits for
+    // buffer 1; then B, an AllReduce, whose first result waits for A's.
+    let a = header(2, Collective::Reduce, 3, 2);
+    let b = header(3, Collective::AllReduce, 0, 1);
+    for p in 0..2 {
+        rig.control(p, a);
+        rig.data(p, 2);
+        rig.control(p, b);
+        rig.data(p, 1);
+        rig.peer_sends(p);
+    }
+    // The parent NAKs the gap, the switch goes back, the parent takes Z's
+    // second result, A's control and A's first result; its last ACK alone
+    // reaches the switch and frees both buffers.
+    rig.engine_sends();
+    rig.peer_sends(2);
+    rig.engine_sends();
+    let last = rig.sent_by_peer(2).pop().unwrap();
+    rig.eng.handle_frame(rig.now, 2, &last);
+    let sent = up(&rig.sent_by_engine());
+    let kinds: Vec<Opcode> = sent.iter().map(|(o, _)| *o).collect();
+    assert_eq!(
+        kinds,
+        [
+            Opcode::RcSendOnly,
+            Opcode::RcSendOnlyWithImmediate,
+            Opcode::RcSendOnly
+        ],
+        "A's last result, B's control, B's first result: {sent:?}"
+    );
+}
+
+/// [M1-030] A data message from an edge that is no input of its
+/// invocation's pattern (here the Reduce root's) is dropped and counted,
+/// and does not block the edge's next invocation.
+#[test]
+fn data_from_a_non_input_edge_is_dropped() {
+    let mut rig = Rig::new(context(3, false, 2, PsnAlignment::Resync));
+    let settle = |rig: &mut Rig| {
+        for _ in 0..4 {
+            rig.engine_sends();
+            for p in 0..3 {
+                rig.peer_sends(p);
+            }
+        }
+    };
+    let r = header(1, Collective::Reduce, 1, 1);
+    for p in 0..3 {
+        rig.control(p, r);
+        rig.data(p, 1);
+        rig.peer_sends(p);
+    }
+    settle(&mut rig);
+    assert_eq!(
+        rig.eng.counters().drops(EngineDropReason::WrongDirection),
+        1
+    );
+    let a = header(2, Collective::AllReduce, 0, 1);
+    for p in 0..3 {
+        rig.control(p, a);
+        rig.data(p, 1);
+        rig.peer_sends(p);
+    }
+    settle(&mut rig);
+    // Both controls and both invocations' data aggregated.
+    assert_eq!(rig.eng.counters().aggregations, 4);
+}
+
+/// [ENG-020] A buffer too short for the frame due is counted, and a Mode I
+/// edge's RC endpoint keeps the frame: the next call with a whole buffer
+/// sends it, and the invocation completes as if nothing happened.
+#[test]
+fn short_transmit_buffer_loses_nothing() {
+    let mut rig = Rig::new(context(2, false, 8, PsnAlignment::Resync));
+    for p in 0..2 {
+        rig.control(p, header(1, Collective::AllReduce, 0, 1));
+        rig.peer_sends(p);
+    }
+    let mut short = [0u8; 40];
+    assert_eq!(rig.eng.poll_transmit(rig.now, &mut short), None);
+    let c = rig.eng.counters();
+    assert!(c.drops(EngineDropReason::TxBufferTooSmall) >= 1);
+    assert_eq!(c.tx_frames, 0);
+    // Both echoes (and the ACKs of the controls) still come out.
+    let sent = rig.sent_by_engine();
+    let echoes = sent
+        .iter()
+        .filter(|(_, f)| RoceFrame::parse_verified(f).unwrap().epic.is_some())
+        .count();
+    assert_eq!(echoes, 2, "{} frames", sent.len());
+    for (port, f) in sent {
+        rig.peers[port].handle_frame(rig.now, &f);
+    }
+    for p in 0..2 {
+        rig.peer_sends(p);
+        rig.data(p, 1);
+        rig.peer_sends(p);
+    }
+    rig.engine_sends();
+    let results = (0..2)
+        .map(|p| {
+            core::iter::from_fn(|| rig.peers[p].poll_completion())
+                .filter(|c| matches!(c, crate::roce::Completion::Recv { imm: None, .. }))
+                .count()
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(results, [1, 1]);
+}
