@@ -92,9 +92,18 @@ pub(crate) struct SimArgs {
     /// RoCE path MTU: payload bytes per packet.
     #[arg(long, value_enum, default_value = "4096")]
     mtu: MtuArg,
-    /// W: messages each rank keeps in flight.
+    /// W: messages each rank keeps in flight in Modes II and III; in Mode I
+    /// the message buffers per edge of every switch. A Mode I rank counts a
+    /// message in flight until its result is back, so it keeps the larger
+    /// of W and the messages that cover the result's round trip over the
+    /// tree (11 on tree-4-2 with the defaults); the table header and the
+    /// JSON `host_window` give the window used.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
     window: u32,
+    /// Every rank's window in messages, in every mode, instead of the rule
+    /// under --window.
+    #[arg(long, value_name = "W", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    host_window: Option<u32>,
     /// M: packets per message.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4096))]
     message_packets: u32,
@@ -281,6 +290,7 @@ fn cluster_config(args: &SimArgs, mode: Mode, seed: u64) -> ClusterConfig {
     cfg.seed = seed;
     cfg.mtu = args.mtu.mtu();
     cfg.window = args.window;
+    cfg.host_window = args.host_window;
     cfg.message_packets = args.message_packets;
     cfg.host_timeout = args.host_timeout;
     cfg.switch_timeout = Duration::from_micros(args.switch_timeout_us);
@@ -339,6 +349,7 @@ fn stats(cluster: &Cluster) -> RunStats {
                     s.host_timeouts += c.timeouts as f64;
                     s.host_retransmits += c.tx_retransmits as f64;
                     s.host_naks_received += c.rx_seq_naks as f64;
+                    s.host_rnr_naks_received += c.rx_rnr_naks as f64;
                 }
             }
             IncNode::Switch(e) => {
@@ -420,6 +431,7 @@ fn measure(
         },
         ops_per_s: if barrier { rate(1e9) } else { None },
         verified: true,
+        host_window: cluster_config(args, mode, args.seed).rank_window(),
         stats: total.mean(args.iters),
         setup: setup.clone(),
         wall_ms: u64::try_from(wall.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -451,6 +463,20 @@ fn setup(args: &SimArgs, links: usize) -> Setup {
 }
 
 fn describe(args: &SimArgs, setup: &Setup) -> String {
+    // The ranks' window where it is not W: Mode I's rule, or --host-window.
+    let windows: Vec<String> = args
+        .mode
+        .modes()
+        .iter()
+        .map(|&m| (m, cluster_config(args, m, args.seed).rank_window()))
+        .filter(|&(_, w)| w != args.window)
+        .map(|(m, w)| format!("mode {}: {w}", m.number()))
+        .collect();
+    let windows = if windows.is_empty() {
+        String::new()
+    } else {
+        format!(" (rank window {})", windows.join(", "))
+    };
     let links = setup.links;
     let lossy = setup.lossy_links;
     let dir = match args.loss_dir {
@@ -459,7 +485,7 @@ fn describe(args: &SimArgs, setup: &Setup) -> String {
         LossDir::Down => "downward",
     };
     format!(
-        "# epic sim: {} ({} ranks), {} Gbit/s, {} us links, queue {} frames, MTU {}; loss {} on {lossy} of {links} links ({dir}), reorder {}, dup {}; W={} M={} host timeout t={} ({:.1} us), switch timeout {} us; {} QPs; {} iteration(s) from seed {}",
+        "# epic sim: {} ({} ranks), {} Gbit/s, {} us links, queue {} frames, MTU {}; loss {} on {lossy} of {links} links ({dir}), reorder {}, dup {}; W={}{windows} M={} host timeout t={} ({:.1} us), switch timeout {} us; {} QPs; {} iteration(s) from seed {}",
         args.topology,
         args.topology.ranks(),
         args.link_gbps,

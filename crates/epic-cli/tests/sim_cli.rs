@@ -195,6 +195,40 @@ fn table_format_has_a_header_and_one_line_per_point() {
     assert!(lines[3].contains("Gbit/s"), "{text}");
 }
 
+/// [HOST-017] Mode I ranks on Tree-4-2 keep 11 messages, not W = 8; the
+/// table header and the JSON say so, and `--host-window` overrides it.
+#[test]
+fn mode1_rank_window_is_reported() {
+    let args = ["--topology", "tree-4-2", "--sizes", "16K"];
+    let rows = json_rows(&epic_sim(&[&args[..], &["--format", "json"]].concat()));
+    let windows: Vec<(u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["mode"].as_u64().unwrap(),
+                r["host_window"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(windows, [(1, 11), (2, 8), (3, 8)]);
+    assert!(rows.iter().all(|r| r["setup"]["window"] == 8));
+    let set = [
+        &args[..],
+        &["--mode", "1", "--host-window", "8", "--format", "json"],
+    ]
+    .concat();
+    assert_eq!(json_rows(&epic_sim(&set))[0]["host_window"], 8);
+    let out = epic_sim(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("W=8 (rank window mode 1: 11)"),
+        "{text}"
+    );
+}
+
 #[test]
 fn bad_arguments_name_the_argument() {
     for (args, needle) in [
@@ -204,6 +238,7 @@ fn bad_arguments_name_the_argument() {
         (&["--collective", "allgatherv"][..], "--collective"),
         (&["--topology", "star-8"][..], "--topology"),
         (&["--window", "0"][..], "--window"),
+        (&["--host-window", "0"][..], "--host-window"),
         (
             &["--loss", "0.1", "--lossy-links", "9"][..],
             "--lossy-links 9",

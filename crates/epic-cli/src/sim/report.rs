@@ -17,6 +17,9 @@ pub(crate) struct RunStats {
     pub(crate) host_retransmits: f64,
     /// Sequence NAKs the hosts received.
     pub(crate) host_naks_received: f64,
+    /// RNR NAKs the hosts received (Mode I: a switch edge had no receive
+    /// posted, [M1-010]).
+    pub(crate) host_rnr_naks_received: f64,
     /// Mode III: NAKs the switches sent.
     pub(crate) switch_naks: f64,
     /// Mode III: packets the switches retransmitted.
@@ -33,6 +36,7 @@ impl RunStats {
         self.host_timeouts += other.host_timeouts;
         self.host_retransmits += other.host_retransmits;
         self.host_naks_received += other.host_naks_received;
+        self.host_rnr_naks_received += other.host_rnr_naks_received;
         self.switch_naks += other.switch_naks;
         self.switch_retransmits += other.switch_retransmits;
         self.switch_timeouts += other.switch_timeouts;
@@ -47,6 +51,7 @@ impl RunStats {
             &mut self.host_timeouts,
             &mut self.host_retransmits,
             &mut self.host_naks_received,
+            &mut self.host_rnr_naks_received,
             &mut self.switch_naks,
             &mut self.switch_retransmits,
             &mut self.switch_timeouts,
@@ -80,7 +85,9 @@ pub(crate) struct Setup {
     pub(crate) queue_frames: u32,
     /// Payload bytes per packet.
     pub(crate) mtu: u32,
-    /// W: messages in flight per rank.
+    /// W (`--window`): messages in flight per rank in Modes II and III,
+    /// message buffers per edge of a Mode I switch. The rank's window is
+    /// the row's `host_window`.
     pub(crate) window: u32,
     /// M: packets per message.
     pub(crate) message_packets: u32,
@@ -130,6 +137,9 @@ pub(crate) struct Row {
     pub(crate) ops_per_s: Option<f64>,
     /// Every rank's output matched the host-side reference.
     pub(crate) verified: bool,
+    /// The window every rank kept, in messages (`--host-window`, or W; in
+    /// Mode I at least the messages of a result's round trip). [HOST-017]
+    pub(crate) host_window: u32,
     /// Mean per iteration.
     pub(crate) stats: RunStats,
     /// The parameters.

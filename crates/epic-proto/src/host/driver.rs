@@ -31,7 +31,9 @@ pub struct HostConfig {
     pub qp: QpConfig,
     /// M: packets per message.
     pub message_packets: u32,
-    /// W: messages outstanding (Figure 4).
+    /// W: messages outstanding (Figure 4). Toward Mode I switches, which
+    /// release it by results, it has to cover a result's round trip:
+    /// see [`result_window`](super::result_window). [HOST-017]
     pub window: u32,
 }
 

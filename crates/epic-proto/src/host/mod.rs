@@ -8,11 +8,17 @@
 //! ReduceScatter runs as K Reduce invocations (root k gets block k) and
 //! AllGather as K Broadcast invocations (root k sends block k), one after
 //! the other (paper Appendix A). [CTL-013]
+//!
+//! Toward Mode I switches a rank's window is released by results, not by
+//! acknowledgements [HOST-011]; [`result_window`] gives the messages that
+//! cover that loop. [HOST-017]
 
 mod driver;
 mod lane;
 mod plan;
+mod window;
 
 pub use driver::{HostConfig, HostError, HostEvent, HostProgress, HostRank};
 pub use lane::{HostSetupError, PatternLane};
 pub use plan::CollectiveRequest;
+pub use window::{result_window, ResultLoop, RESULT_WINDOW_MAX};

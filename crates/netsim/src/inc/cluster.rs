@@ -4,7 +4,9 @@
 use core::fmt;
 
 use epic_proto::engine::{EngineConfig, IncEngine, InstallError, Mode, PatternBinding};
-use epic_proto::host::{CollectiveRequest, HostConfig, HostEvent, HostRank, PatternLane};
+use epic_proto::host::{
+    result_window, CollectiveRequest, HostConfig, HostEvent, HostRank, PatternLane, ResultLoop,
+};
 use epic_proto::roce::{Mtu, PathConfig, QpConfig};
 use epic_proto::time::Duration;
 use epic_proto::wire::GroupId;
@@ -29,11 +31,18 @@ pub struct ClusterConfig {
     pub mtu: Mtu,
     /// M: packets per message.
     pub message_packets: u32,
-    /// W: messages in flight.
+    /// W: messages in flight per rank, and the Mode I switches' message
+    /// buffers per edge unless `slots` says otherwise. Toward Mode I
+    /// switches the ranks keep at least W and at least the result loop's
+    /// messages (see [`ClusterConfig::rank_window`]).
     pub window: u32,
+    /// The ranks' window, if not derived: `None` gives
+    /// [`ClusterConfig::rank_window`]'s rule. [HOST-017]
+    pub host_window: Option<u32>,
     /// N, slots per pipe (a power of two); `None` is 2·(M·W + 1) rounded up
     /// to a power of two: a rank has at most its control message and W
-    /// messages of M packets in flight. [M2-010]
+    /// messages of M packets in flight. [M2-010] Mode I: W, the message
+    /// buffers per edge; `None` is `window`. [M1-010]
     pub slots: Option<u32>,
     /// Reserve per-child buffers for reproducible invocations.
     pub reproducible: bool,
@@ -56,7 +65,8 @@ pub struct ClusterConfig {
 
 impl ClusterConfig {
     /// Defaults: 100 Gbit/s, 1 µs links without faults; MTU 4096; M = 4,
-    /// W = 8; host timeout 2^6 · 4.096 µs ≈ 262 µs; switch timeout 100 µs.
+    /// W = 8 (Mode I ranks: see [`ClusterConfig::rank_window`]); host
+    /// timeout 2^6 · 4.096 µs ≈ 262 µs; switch timeout 100 µs.
     pub fn new(tree: TreeSpec, mode: Mode) -> ClusterConfig {
         ClusterConfig {
             tree,
@@ -66,6 +76,7 @@ impl ClusterConfig {
             mtu: Mtu::Mtu4096,
             message_packets: 4,
             window: 8,
+            host_window: None,
             slots: None,
             reproducible: true,
             host_timeout: 6,
@@ -75,6 +86,32 @@ impl ClusterConfig {
             pitfall: None,
             per_pattern: false,
         }
+    }
+
+    /// The window every rank keeps, in messages: `host_window` if given.
+    /// Otherwise W (`window`) in Modes II and III. Toward Mode I switches a
+    /// rank's message stays outstanding until its result is back
+    /// [HOST-011], so the window has to cover the result's round trip over
+    /// the 2(H − 1) links up to the root and back: the larger of W and
+    /// [`result_window`] of that loop at `link`'s rate and latency. The
+    /// switches keep W message buffers per edge, sized for one hop
+    /// [M1-010] [M1-012]. [HOST-017]
+    pub fn rank_window(&self) -> u32 {
+        if let Some(w) = self.host_window {
+            return w.max(1);
+        }
+        let w = self.window.max(1);
+        if self.mode != Mode::Terminated {
+            return w;
+        }
+        let path = ResultLoop {
+            bits_per_second: self.link.bandwidth_bps,
+            link_latency: self.link.latency,
+            links: self.tree.depth.saturating_sub(1).saturating_mul(2),
+            max_payload: u16::try_from(self.mtu.bytes()).unwrap_or(u16::MAX),
+            message_packets: self.message_packets,
+        };
+        w.max(result_window(&path))
     }
 }
 
@@ -210,6 +247,7 @@ impl Cluster {
             }
             switches.push(sim.add_node(IncNode::Switch(Box::new(eng))));
         }
+        let window = cfg.rank_window();
         let mut hosts = Vec::new();
         for h in &tree.hosts {
             let Some(sw) = tree.switches.get(h.switch) else {
@@ -223,15 +261,17 @@ impl Cluster {
             qp.timeout = cfg.host_timeout;
             qp.retry_cnt = 7;
             qp.rnr_retry = 7;
-            qp.sq_depth = u16::try_from(cfg.window + 4).unwrap_or(u16::MAX);
-            qp.rq_depth = u16::try_from(cfg.window + 4).unwrap_or(u16::MAX);
+            // The window's messages, the control message and its echo, and
+            // headroom.
+            qp.sq_depth = u16::try_from(window + 4).unwrap_or(u16::MAX);
+            qp.rq_depth = u16::try_from(window + 4).unwrap_or(u16::MAX);
             let hc = HostConfig {
                 rank: h.rank,
                 ranks,
                 group: CLUSTER_GROUP,
                 qp,
                 message_packets: cfg.message_packets,
-                window: cfg.window,
+                window,
             };
             let rank = if cfg.mode == Mode::Terminated {
                 HostRank::without_resync(hc).map_err(|e| ClusterError::Qp(format!("{e:?}")))?
@@ -411,5 +451,41 @@ impl Cluster {
             outputs,
             elapsed: last.saturating_since(start),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(topo: &str, mode: Mode) -> ClusterConfig {
+        ClusterConfig::new(topo.parse().unwrap(), mode)
+    }
+
+    /// [HOST-017] Mode I ranks keep max(W, R); Modes II and III keep W; a
+    /// configured rank window wins in every mode.
+    #[test]
+    fn rank_window_rule() {
+        let mode1 = |topo| cfg(topo, Mode::Terminated).rank_window();
+        assert_eq!(
+            [mode1("tree-2-8"), mode1("tree-3-2"), mode1("tree-4-2")],
+            [8, 8, 11]
+        );
+        for mode in [Mode::Translated, Mode::Augmented] {
+            assert_eq!(cfg("tree-4-2", mode).rank_window(), 8);
+        }
+        // 5 µs links on Tree-3-2: 4 + ⌈4·62,500 / 16,384⌉ = 20.
+        let mut slow = cfg("tree-3-2", Mode::Terminated);
+        slow.link = slow.link.with_latency(Duration::from_micros(5));
+        assert_eq!(slow.rank_window(), 20);
+        // A larger W stays.
+        let mut wide = cfg("tree-4-2", Mode::Terminated);
+        wide.window = 32;
+        assert_eq!(wide.rank_window(), 32);
+        for mode in [Mode::Terminated, Mode::Augmented] {
+            let mut set = cfg("tree-4-2", mode);
+            set.host_window = Some(5);
+            assert_eq!(set.rank_window(), 5);
+        }
     }
 }
