@@ -18,7 +18,7 @@ fn engine() -> IncEngine {
 }
 
 /// A star context: `k` ranks on ports 0..k.
-fn star(group: u32, k: u16, mode: Mode, qpn_base: u32) -> ContextConfig {
+pub(super) fn star(group: u32, k: u16, mode: Mode, qpn_base: u32) -> ContextConfig {
     ContextConfig {
         group: GroupId(group),
         mode,
