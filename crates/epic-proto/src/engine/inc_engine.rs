@@ -406,7 +406,9 @@ impl IncEngine {
     /// Writes the next frame to send into `buf` and returns its port and
     /// length. Responses (ACK/NAK/CNP) go first, then queued frames, then
     /// Mode III data from the pipes, endpoints taking turns. A frame that
-    /// does not fit `buf` is dropped and counted. [ENG-020]
+    /// does not fit `buf` is counted (`tx_buffer_too_small`): a queued
+    /// frame or an ACK/NAK is dropped, Mode I and Mode III data waits for
+    /// the next call. [ENG-020]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(PortNo, usize)> {
         let mut discarded = 0;
         let queued = self.txq.pop_into(buf, &mut discarded);
