@@ -126,32 +126,8 @@ impl Harness {
         let expect = match variant {
             0..=7 if !inv.admitted => refused,
             0..=7 => Expect::Control { refused: false },
-            8 => {
-                h.group_id = GroupId(h.group_id.0 ^ (1 + u32::from(arg)));
-                refused
-            }
-            9 | 10 | 12 => {
-                h.collective = match variant {
-                    9 => Collective::ReduceScatter,
-                    10 => Collective::AllGather,
-                    _ => Collective::Reduce,
-                };
-                if h.data_type == DataType::None {
-                    h.data_type = DataType::Int32;
-                    h.payload_bytes_per_packet = 4;
-                }
-                h.reduce_op = match (variant, h.reduce_op) {
-                    (10, _) => ReduceOp::None,
-                    (_, ReduceOp::None) => ReduceOp::Sum,
-                    (_, op) => op,
-                };
-                if variant == 12 {
-                    h.root_rank = self.ctxs[ci].cfg.ranks + u16::from(arg % 8);
-                }
-                refused
-            }
-            11 => {
-                h.flags.quantized = true;
+            8..=12 => {
+                refuse(&mut h, variant, arg, self.ctxs[ci].cfg.ranks);
                 refused
             }
             13 => {
@@ -525,5 +501,34 @@ impl Harness {
         };
         let expect = if sent.valid { expect } else { Expect::Any };
         self.hand(port, frame, expect, false);
+    }
+}
+
+/// Control variants 8–12: a valid header every switch must refuse (another
+/// group, ReduceScatter or AllGather as one invocation, a root outside the
+/// `ranks`, the quantized flag). [CTL-013] [CTL-050]
+pub(crate) fn refuse(h: &mut EpicHeaderRepr, variant: u8, arg: u8, ranks: u16) {
+    match variant {
+        8 => h.group_id = GroupId(h.group_id.0 ^ (1 + u32::from(arg))),
+        11 => h.flags.quantized = true,
+        _ => {
+            h.collective = match variant {
+                9 => Collective::ReduceScatter,
+                10 => Collective::AllGather,
+                _ => Collective::Reduce,
+            };
+            if h.data_type == DataType::None {
+                h.data_type = DataType::Int32;
+                h.payload_bytes_per_packet = 4;
+            }
+            h.reduce_op = match (variant, h.reduce_op) {
+                (10, _) => ReduceOp::None,
+                (_, ReduceOp::None) => ReduceOp::Sum,
+                (_, op) => op,
+            };
+            if variant == 12 {
+                h.root_rank = ranks + u16::from(arg % 8);
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@
 //! makes the run unclean.
 
 use epic_proto::roce::SendOp;
-use epic_proto::wire::{Collective, DataType, ReduceOp, Syndrome, EPIC_HEADER_LEN, EPIC_IMM_TAG};
+use epic_proto::wire::{Syndrome, EPIC_HEADER_LEN, EPIC_IMM_TAG};
 
 use super::*;
 
@@ -44,32 +44,8 @@ impl Harness {
         let mut accepted = inv.admitted;
         match variant {
             0..=7 => {}
-            8 => {
-                h.group_id = GroupId(h.group_id.0 ^ (1 + u32::from(arg)));
-                accepted = false;
-            }
-            9 | 10 | 12 => {
-                h.collective = match variant {
-                    9 => Collective::ReduceScatter,
-                    10 => Collective::AllGather,
-                    _ => Collective::Reduce,
-                };
-                if h.data_type == DataType::None {
-                    h.data_type = DataType::Int32;
-                    h.payload_bytes_per_packet = 4;
-                }
-                h.reduce_op = match (variant, h.reduce_op) {
-                    (10, _) => ReduceOp::None,
-                    (_, ReduceOp::None) => ReduceOp::Sum,
-                    (_, op) => op,
-                };
-                if variant == 12 {
-                    h.root_rank = self.ctxs[ci].cfg.ranks + u16::from(arg % 8);
-                }
-                accepted = false;
-            }
-            11 => {
-                h.flags.quantized = true;
+            8..=12 => {
+                super::frames::refuse(&mut h, variant, arg, self.ctxs[ci].cfg.ranks);
                 accepted = false;
             }
             13 => {
