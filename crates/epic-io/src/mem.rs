@@ -1,0 +1,395 @@
+//! In-memory links: every node gets one inbox (a bounded tokio channel of
+//! whole Ethernet frames tagged with the port they arrive on), and every
+//! link direction sends into the far node's inbox through its own seeded
+//! fault injector. The frames are the same bytes a real link carries, so
+//! captures of the in-process lab and of real interfaces look alike.
+
+use std::io;
+use std::task::{Context, Poll};
+
+use tokio::sync::mpsc;
+
+use crate::fault::{BadProbability, Fate, FaultRng, LinkFaults};
+use crate::port::{FramePorts, PortStats, RxBatch};
+
+/// Frames a node's inbox holds before further frames are dropped (and
+/// counted as `tx_dropped` at the sender), like a full switch buffer.
+pub const DEFAULT_INBOX_FRAMES: usize = 8192;
+
+/// A node of a [`MemFabric`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MemNodeId(pub usize);
+
+/// Why a link could not be added.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemFabricError {
+    /// No such node.
+    #[error("node {0} does not exist")]
+    NoNode(usize),
+    /// The node has no such port.
+    #[error("node {node} has {ports} ports; there is no port {port}")]
+    NoPort {
+        /// The node.
+        node: usize,
+        /// The port asked for.
+        port: u16,
+        /// Ports it has.
+        ports: u16,
+    },
+    /// The port is already linked.
+    #[error("port {port} of node {node} is already linked")]
+    PortInUse {
+        /// The node.
+        node: usize,
+        /// The port.
+        port: u16,
+    },
+    /// A fault probability is out of range.
+    #[error(transparent)]
+    Faults(#[from] BadProbability),
+}
+
+type Inbox = mpsc::Receiver<(u16, Vec<u8>)>;
+type InboxTx = mpsc::Sender<(u16, Vec<u8>)>;
+
+#[derive(Debug)]
+struct NodeBuild {
+    ports: u16,
+    tx: InboxTx,
+    rx: Inbox,
+    out: Vec<Option<MemOut>>,
+}
+
+/// Builds a set of nodes joined by in-memory links.
+#[derive(Debug)]
+pub struct MemFabric {
+    seed: u64,
+    nodes: Vec<NodeBuild>,
+    links: u64,
+    inbox_frames: usize,
+}
+
+impl MemFabric {
+    /// An empty fabric whose fault streams derive from `seed`.
+    pub fn new(seed: u64) -> MemFabric {
+        MemFabric::with_inbox(seed, DEFAULT_INBOX_FRAMES)
+    }
+
+    /// Like [`new`](MemFabric::new), with inboxes of `frames` frames.
+    pub fn with_inbox(seed: u64, frames: usize) -> MemFabric {
+        MemFabric {
+            seed,
+            nodes: Vec::new(),
+            links: 0,
+            inbox_frames: frames.max(1),
+        }
+    }
+
+    /// Adds a node with `ports` ports.
+    pub fn add_node(&mut self, ports: u16) -> MemNodeId {
+        let (tx, rx) = mpsc::channel(self.inbox_frames);
+        self.nodes.push(NodeBuild {
+            ports,
+            tx,
+            rx,
+            out: (0..ports).map(|_| None).collect(),
+        });
+        MemNodeId(self.nodes.len() - 1)
+    }
+
+    fn check(&self, (node, port): (MemNodeId, u16)) -> Result<(), MemFabricError> {
+        let n = self
+            .nodes
+            .get(node.0)
+            .ok_or(MemFabricError::NoNode(node.0))?;
+        match n.out.get(usize::from(port)) {
+            None => Err(MemFabricError::NoPort {
+                node: node.0,
+                port,
+                ports: n.ports,
+            }),
+            Some(Some(_)) => Err(MemFabricError::PortInUse { node: node.0, port }),
+            Some(None) => Ok(()),
+        }
+    }
+
+    /// Joins port `a.1` of node `a.0` and port `b.1` of node `b.0` with a
+    /// link that injects `faults` in both directions.
+    pub fn connect(
+        &mut self,
+        a: (MemNodeId, u16),
+        b: (MemNodeId, u16),
+        faults: LinkFaults,
+    ) -> Result<(), MemFabricError> {
+        faults.validate()?;
+        self.check(a)?;
+        self.check(b)?;
+        if a == b {
+            return Err(MemFabricError::PortInUse {
+                node: a.0 .0,
+                port: a.1,
+            });
+        }
+        let link = self.links;
+        self.links += 1;
+        for (dir, (from, to)) in [(a, b), (b, a)].into_iter().enumerate() {
+            let tx = match self.nodes.get(to.0 .0) {
+                Some(n) => n.tx.clone(),
+                None => return Err(MemFabricError::NoNode(to.0 .0)),
+            };
+            let out = MemOut {
+                tx,
+                remote_port: to.1,
+                fault: FaultRng::new(faults, self.seed, link, dir as u8),
+                held: None,
+            };
+            if let Some(slot) = self
+                .nodes
+                .get_mut(from.0 .0)
+                .and_then(|n| n.out.get_mut(usize::from(from.1)))
+            {
+                *slot = Some(out);
+            }
+        }
+        Ok(())
+    }
+
+    /// The nodes' ports, indexed by [`MemNodeId`].
+    pub fn build(self) -> Vec<MemPorts> {
+        self.nodes
+            .into_iter()
+            .map(|n| MemPorts {
+                stats: vec![PortStats::default(); usize::from(n.ports)],
+                ports: n.ports,
+                rx: n.rx,
+                _own: n.tx,
+                out: n.out,
+            })
+            .collect()
+    }
+}
+
+/// One direction of a link, at its sender.
+#[derive(Debug)]
+struct MemOut {
+    tx: InboxTx,
+    remote_port: u16,
+    fault: FaultRng,
+    /// A frame held back by a reorder, sent after the next frame.
+    held: Option<Vec<u8>>,
+}
+
+impl MemOut {
+    /// Hands one copy to the far inbox; false if it is full or gone.
+    fn put(&self, frame: Vec<u8>) -> bool {
+        self.tx.try_send((self.remote_port, frame)).is_ok()
+    }
+}
+
+/// A node's ports on a [`MemFabric`].
+#[derive(Debug)]
+pub struct MemPorts {
+    ports: u16,
+    rx: Inbox,
+    /// Keeps the inbox open when every peer has gone, so a node waits
+    /// instead of failing.
+    _own: InboxTx,
+    out: Vec<Option<MemOut>>,
+    stats: Vec<PortStats>,
+}
+
+impl MemPorts {
+    fn count_rx(&mut self, port: u16, len: usize) {
+        if let Some(s) = self.stats.get_mut(usize::from(port)) {
+            s.rx_frames += 1;
+            s.rx_bytes += len as u64;
+        }
+    }
+}
+
+impl FramePorts for MemPorts {
+    fn port_count(&self) -> u16 {
+        self.ports
+    }
+
+    fn poll_recv(&mut self, cx: &mut Context<'_>, batch: &mut RxBatch) -> Poll<io::Result<()>> {
+        batch.clear();
+        let first = match self.rx.poll_recv(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(None) => {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    "the in-memory inbox closed",
+                )))
+            }
+            Poll::Ready(Some(f)) => f,
+        };
+        self.count_rx(first.0, first.1.len());
+        let _ = batch.push_owned(first.0, first.1);
+        while !batch.is_full() {
+            match self.rx.try_recv() {
+                Ok((port, frame)) => {
+                    self.count_rx(port, frame.len());
+                    let _ = batch.push_owned(port, frame);
+                }
+                Err(_) => break,
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn send(&mut self, port: u16, frame: &[u8]) -> io::Result<()> {
+        let i = usize::from(port);
+        let (Some(Some(out)), Some(stats)) = (self.out.get_mut(i), self.stats.get_mut(i)) else {
+            if let Some(s) = self.stats.get_mut(i) {
+                s.tx_dropped += 1;
+            }
+            return Ok(());
+        };
+        let deliver = |out: &MemOut, f: Vec<u8>, stats: &mut PortStats| {
+            let len = f.len() as u64;
+            if out.put(f) {
+                stats.tx_frames += 1;
+                stats.tx_bytes += len;
+            } else {
+                stats.tx_dropped += 1;
+            }
+        };
+        match out.fault.next_fate() {
+            Fate::Lost => stats.fault_lost += 1,
+            Fate::Sent => deliver(out, frame.to_vec(), stats),
+            Fate::Duplicated => {
+                stats.fault_duplicated += 1;
+                deliver(out, frame.to_vec(), stats);
+                deliver(out, frame.to_vec(), stats);
+            }
+            Fate::Reordered => {
+                stats.fault_reordered += 1;
+                // A frame already held goes out now; this one waits.
+                if let Some(prev) = out.held.replace(frame.to_vec()) {
+                    deliver(out, prev, stats);
+                }
+                return Ok(());
+            }
+        }
+        if let Some(prev) = out.held.take() {
+            deliver(out, prev, stats);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        for (out, stats) in self.out.iter_mut().zip(self.stats.iter_mut()) {
+            let Some(out) = out else { continue };
+            if let Some(prev) = out.held.take() {
+                let len = prev.len() as u64;
+                if out.put(prev) {
+                    stats.tx_frames += 1;
+                    stats.tx_bytes += len;
+                } else {
+                    stats.tx_dropped += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn stats(&self, port: u16) -> PortStats {
+        self.stats
+            .get(usize::from(port))
+            .copied()
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::port::recv_batch;
+
+    #[tokio::test]
+    async fn frames_cross_links_with_their_ports() {
+        let mut fab = MemFabric::new(1);
+        let a = fab.add_node(2);
+        let b = fab.add_node(1);
+        fab.connect((a, 1), (b, 0), LinkFaults::NONE).unwrap();
+        assert_eq!(
+            fab.connect((a, 1), (b, 0), LinkFaults::NONE),
+            Err(MemFabricError::PortInUse { node: 0, port: 1 })
+        );
+        assert!(matches!(
+            fab.connect((a, 5), (b, 0), LinkFaults::NONE),
+            Err(MemFabricError::NoPort { .. })
+        ));
+        let mut nodes = fab.build();
+        let mut nb = nodes.pop().unwrap();
+        let mut na = nodes.pop().unwrap();
+        na.send(1, &[1, 2, 3]).unwrap();
+        na.send(1, &[4]).unwrap();
+        na.send(0, &[5]).unwrap(); // port 0 has no link: dropped
+        na.flush().unwrap();
+        let mut batch = RxBatch::new(8);
+        recv_batch(&mut nb, &mut batch).await.unwrap();
+        let got: Vec<_> = batch.iter().map(|(p, f)| (p, f.to_vec())).collect();
+        assert_eq!(got, vec![(0, vec![1, 2, 3]), (0, vec![4])]);
+        assert_eq!(na.stats(1).tx_frames, 2);
+        assert_eq!(na.stats(0).tx_dropped, 1);
+        assert_eq!(nb.stats(0).rx_frames, 2);
+        nb.send(0, &[6]).unwrap();
+        recv_batch(&mut na, &mut batch).await.unwrap();
+        assert_eq!(batch.iter().next(), Some((1, &[6u8][..])));
+    }
+
+    #[tokio::test]
+    async fn faults_lose_reorder_and_duplicate() {
+        let mut fab = MemFabric::new(9);
+        let a = fab.add_node(1);
+        let b = fab.add_node(1);
+        let faults = LinkFaults {
+            loss: 0.1,
+            reorder: 0.1,
+            duplicate: 0.1,
+        };
+        fab.connect((a, 0), (b, 0), faults).unwrap();
+        let mut nodes = fab.build();
+        let mut nb = nodes.pop().unwrap();
+        let mut na = nodes.pop().unwrap();
+        for i in 0..1000u16 {
+            na.send(0, &i.to_be_bytes()).unwrap();
+        }
+        na.flush().unwrap();
+        let s = na.stats(0);
+        assert!(s.fault_lost > 50 && s.fault_reordered > 50 && s.fault_duplicated > 50);
+        let mut batch = RxBatch::new(4096);
+        recv_batch(&mut nb, &mut batch).await.unwrap();
+        let seq: Vec<u16> = batch
+            .iter()
+            .map(|(_, f)| u16::from_be_bytes([f[0], f[1]]))
+            .collect();
+        assert_eq!(seq.len() as u64, s.tx_frames);
+        assert_eq!(s.tx_frames, 1000 - s.fault_lost + s.fault_duplicated);
+        assert!(seq.windows(2).any(|w| w[1] < w[0]), "some frames reordered");
+        assert!(
+            seq.windows(2).any(|w| w[1] == w[0]),
+            "some frames duplicated"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_full_inbox_drops_and_counts() {
+        let mut fab = MemFabric::with_inbox(1, 4);
+        let a = fab.add_node(1);
+        let b = fab.add_node(1);
+        fab.connect((a, 0), (b, 0), LinkFaults::NONE).unwrap();
+        let mut nodes = fab.build();
+        let _nb = nodes.pop().unwrap();
+        let mut na = nodes.pop().unwrap();
+        for _ in 0..10 {
+            na.send(0, &[0; 60]).unwrap();
+        }
+        assert_eq!(na.stats(0).tx_frames, 4);
+        assert_eq!(na.stats(0).tx_dropped, 6);
+    }
+}
