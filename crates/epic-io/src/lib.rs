@@ -5,17 +5,41 @@
 //! - [`FramePorts`]: numbered ports carrying whole Ethernet frames,
 //!   received in caller-owned batches and sent through a queue that
 //!   [`FramePorts::flush`] pushes out.
-//! - [`mem`]: in-memory links with seeded loss, reordering and duplication
-//!   ([`fault`]), for the in-process lab.
+//! - Backends:
+//!   - [`mem`]: in-memory links with seeded loss, reordering and
+//!     duplication ([`fault`]), for the in-process lab;
+//!   - [`raw`]: Linux interfaces through AF_PACKET raw sockets (a switch's
+//!     front panel; needs CAP_NET_RAW);
+//!   - [`udp`]: a host's RoCEv2 over a kernel UDP socket on port 4791 (no
+//!     privilege), rewriting headers so the ICRC holds on the wire.
+//! - [`capture`]: middleware that writes each port's frames to a pcap
+//!   file, around any backend.
 //! - [`Clock`]: wall time in the core's `Instant`, and tokio deadlines for
 //!   the core's timers.
+//! - [`running_as_root`], [`enter_netns`]: for drivers and tests that set
+//!   up network namespaces.
+//!
+//! All `unsafe` code (the syscalls) is in one private module, each block
+//! with its safety argument; the socket backends allocate their buffers
+//! when they open and nothing per frame.
 
+pub mod capture;
 mod clock;
 pub mod fault;
 pub mod mem;
 mod port;
+pub mod raw;
+mod sys;
+#[cfg(test)]
+mod test_netns;
+mod txq;
+pub mod udp;
 
+pub use capture::{CaptureError, CapturePorts};
 pub use clock::Clock;
 pub use fault::{BadProbability, LinkFaults};
 pub use mem::{MemFabric, MemFabricError, MemNodeId, MemPorts};
 pub use port::{recv_batch, FramePorts, PortStats, RxBatch, RxSlot, DEFAULT_BATCH, MAX_FRAME};
+pub use raw::{RawError, RawOptions, RawPorts, RawStep};
+pub use sys::{enter_netns, running_as_root};
+pub use udp::{UdpError, UdpOptions, UdpPorts, UdpStep};

@@ -39,6 +39,28 @@ pub trait FramePorts: Send + 'static {
     fn stats(&self, port: u16) -> PortStats;
 }
 
+impl<P: FramePorts + ?Sized> FramePorts for Box<P> {
+    fn port_count(&self) -> u16 {
+        (**self).port_count()
+    }
+
+    fn poll_recv(&mut self, cx: &mut Context<'_>, batch: &mut RxBatch) -> Poll<io::Result<()>> {
+        (**self).poll_recv(cx, batch)
+    }
+
+    fn send(&mut self, port: u16, frame: &[u8]) -> io::Result<()> {
+        (**self).send(port, frame)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        (**self).flush()
+    }
+
+    fn stats(&self, port: u16) -> PortStats {
+        (**self).stats(port)
+    }
+}
+
 /// Receives the next batch: the `async` form of
 /// [`FramePorts::poll_recv`].
 pub async fn recv_batch<P: FramePorts + ?Sized>(
