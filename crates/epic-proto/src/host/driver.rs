@@ -587,8 +587,18 @@ impl HostRank {
         // A Broadcast root holds its data until its control echo is back:
         // the echo reaches every receiver first, so no receiver sees data
         // before the PSN of the control message (it would drop it and only
-        // a retransmission timeout would recover). [HOST-016]
-        let held = a.step.collective == Collective::Broadcast && !a.echo_done;
+        // a retransmission timeout would recover). Toward Modes II and III
+        // a Reduce sender holds its data too: the root switch echoes once
+        // every subtree's control is in, and without the wait a switch
+        // whose only input is another subtree sends the result toward the
+        // root's switch before the root (which sends no data) has started.
+        // Mode I switches hold results until a child's echo themselves
+        // [M1-021]. [HOST-016]
+        let held = match a.step.collective {
+            Collective::Broadcast => !a.echo_done,
+            Collective::Reduce => !a.echo_done && !pace_by_results,
+            _ => false,
+        };
         // Mode I: a message is outstanding until it is acknowledged and,
         // when this rank receives results, until its result is back: the
         // switch frees a child's receive buffer only once the message is

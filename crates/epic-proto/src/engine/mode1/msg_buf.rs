@@ -2,7 +2,7 @@
 //! RC endpoints as receive buffers and send buffers, and shared without a
 //! copy when one message goes to several edges. [M1-010] [ENG-020]
 
-use alloc::rc::Rc;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 /// One message buffer. Cloning shares it (a broadcast posts the same bytes
@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 /// nothing is copied or allocated.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct MsgBuf {
-    bytes: Rc<Vec<u8>>,
+    bytes: Arc<Vec<u8>>,
     /// Valid bytes (a send posts the first `len`).
     len: usize,
 }
@@ -21,7 +21,7 @@ impl MsgBuf {
     /// A zeroed buffer of `cap` bytes, all of them valid.
     pub(crate) fn new(cap: usize) -> MsgBuf {
         MsgBuf {
-            bytes: Rc::new(alloc::vec![0; cap]),
+            bytes: Arc::new(alloc::vec![0; cap]),
             len: cap,
         }
     }
@@ -40,7 +40,7 @@ impl MsgBuf {
     /// The whole capacity, writable (copies a shared buffer first).
     pub(crate) fn full_mut(&mut self) -> &mut [u8] {
         self.len = self.bytes.len();
-        Rc::make_mut(&mut self.bytes).as_mut_slice()
+        Arc::make_mut(&mut self.bytes).as_mut_slice()
     }
 }
 
