@@ -7,9 +7,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod args;
 mod capture;
 mod decode;
+mod lab;
 mod sim;
+mod switch;
 
 /// EPIC: Ethernet Polymorphic In-network Collectives.
 #[derive(Debug, Parser)]
@@ -23,9 +26,16 @@ struct Cli {
 enum Command {
     /// Decode a pcap/pcapng capture of RoCEv2/EPIC frames.
     Decode(decode::DecodeArgs),
+    /// Stand up a whole cluster in this process (software switches on
+    /// in-memory links, ranks running commlib) and run every collective in
+    /// every mode, each result checked against a host-side reference.
+    Lab(Box<lab::LabArgs>),
     /// Run collectives on the packet simulator and report algorithm
     /// throughput (every result checked against a host-side reference).
     Sim(Box<sim::SimArgs>),
+    /// Run an EPIC software switch on raw sockets, as a switch.toml
+    /// describes it, until SIGINT/SIGTERM.
+    Switch(switch::SwitchArgs),
 }
 
 fn main() -> ExitCode {
@@ -33,5 +43,7 @@ fn main() -> ExitCode {
     match &cli.command {
         Command::Decode(args) => decode::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Lab(args) => lab::run(args),
+        Command::Switch(args) => switch::run(args),
     }
 }

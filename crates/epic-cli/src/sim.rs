@@ -6,8 +6,6 @@
 //! the simulated completion time of the call (start to the last rank's
 //! completion), as in the paper's Appendix K.
 
-mod args;
-mod case;
 mod report;
 
 use std::io::{self, BufWriter, Write};
@@ -20,11 +18,11 @@ use epic_proto::wire::Collective;
 use netsim::inc::{Cluster, ClusterConfig, ClusterError, IncNode, TreeSpec};
 use netsim::{Direction, LinkConfig};
 
-use args::{
+use crate::args::{
     parse_gbps, parse_latency_us, parse_probability, parse_size, parse_topology, CollectiveArg,
     DtypeArg, Format, LossDir, ModeArg, MtuArg, OpArg, QpsArg,
 };
-use case::{Case, Mismatch};
+use epic_lab::case::{Case, Mismatch};
 use report::{Row, RunStats, Setup};
 
 /// Arguments of `epic sim`.

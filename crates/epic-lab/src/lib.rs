@@ -1,1 +1,45 @@
-//! placeholder
+//! The EPIC lab: a whole cluster in one process — the switches of a
+//! Tree-H-D as `incengine` software switches, its ranks as `commlib`
+//! communicators, joined by in-memory links that carry real RoCEv2 frames
+//! through seeded fault injectors — running every collective in every mode
+//! and checking each result against a host-side reference. [LAB-001]
+//!
+//! - [`LabConfig`]: what to run; [`run`]: the sweep, reporting
+//!   [`Event`]s; [`Row`]: one measured (mode, collective, size).
+//! - [`case`]: the inputs of a call and its reference.
+
+pub mod case;
+mod cluster;
+mod config;
+mod report;
+mod run;
+
+pub use cluster::LAB_GROUP;
+pub use config::{ConfigError, LabConfig, LabMode, COLLECTIVES, DEFAULT_SIZES};
+pub use report::{quantile, write_json, write_table, write_table_header, write_table_row, Row};
+pub use run::{describe, run, total_iterations, Event};
+
+/// Why the lab could not run (a wrong result is not an error: its row
+/// says `correct: false`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LabError {
+    /// The configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The tokio runtime could not start.
+    #[error("starting the runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The cluster could not be built or started.
+    #[error("building the cluster: {0}")]
+    Build(String),
+    /// A capture could not be written.
+    #[error("capture: {0}")]
+    Capture(String),
+}
+
+impl LabError {
+    pub(crate) fn capture(e: impl std::fmt::Display) -> LabError {
+        LabError::Capture(e.to_string())
+    }
+}

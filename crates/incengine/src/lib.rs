@@ -1,1 +1,40 @@
-//! placeholder
+//! The EPIC software switch: a tokio task around one sans-IO
+//! [`IncEngine`](epic_proto::engine::IncEngine) over any
+//! [`FramePorts`](epic_io::FramePorts) backend (in-memory links, raw
+//! sockets), with a static router for the traffic that is not EPIC.
+//!
+//! - [`spawn`] builds a switch from a [`SwitchSpec`], installs its
+//!   contexts and starts it; the [`SwitchHandle`] reads counters, installs
+//!   and removes contexts, and shuts it down. [SW-001]…[SW-003]
+//! - [`Router`]: ARP replies for the switch's addresses, longest-prefix
+//!   static routes with MAC rewrite and TTL decrement, typed drop
+//!   reasons. [SW-010]…[SW-015]
+//! - [`SwitchCounters`]: per port, per context, engine and router, with a
+//!   table rendering. [SW-020]
+//! - [`SwitchConfig`]: `switch.toml`, validated once, errors naming the
+//!   key. [SW-030] [SW-031]
+//! - [`run_until_signal`]: clean shutdown on SIGINT/SIGTERM. [SW-003]
+//!
+//! Requirement IDs `[SW-nnn]` are in `docs/SPEC.md` §12.
+
+pub mod arp;
+mod attribution;
+pub mod config;
+mod counters;
+mod handle;
+mod router;
+mod runtime;
+mod signal;
+mod spec;
+
+#[cfg(test)]
+mod router_tests;
+
+pub use config::{ConfigError, SwitchConfig};
+pub use counters::{ContextCounters, DropReason, Drops, PortCounters, SwitchCounters};
+pub use handle::{spawn, SwitchHandle};
+pub use router::{
+    Route, RouteDropReason, RouteError, RouteOutcome, Router, RouterCounters, MIN_FRAME,
+};
+pub use signal::run_until_signal;
+pub use spec::{ContextSpec, SwitchError, SwitchSpec};

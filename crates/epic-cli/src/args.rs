@@ -1,4 +1,4 @@
-//! The value types and parsers of `epic sim`'s arguments.
+//! The value types and parsers of the arguments of `epic sim` and `epic lab`.
 
 use epic_proto::engine::Mode;
 use epic_proto::roce::Mtu;
@@ -22,7 +22,7 @@ pub(crate) enum ModeArg {
 }
 
 impl ModeArg {
-    pub(super) fn modes(self) -> &'static [Mode] {
+    pub(crate) fn modes(self) -> &'static [Mode] {
         match self {
             ModeArg::One => &[Mode::Terminated],
             ModeArg::Two => &[Mode::Translated],
@@ -55,7 +55,7 @@ pub(crate) enum CollectiveArg {
 }
 
 impl CollectiveArg {
-    pub(super) fn collectives(self) -> &'static [Collective] {
+    pub(crate) fn collectives(self) -> &'static [Collective] {
         match self {
             CollectiveArg::AllReduce => &[Collective::AllReduce],
             CollectiveArg::Reduce => &[Collective::Reduce],
@@ -89,7 +89,7 @@ pub(crate) enum DtypeArg {
 }
 
 impl DtypeArg {
-    pub(super) fn wire(self) -> DataType {
+    pub(crate) fn wire(self) -> DataType {
         match self {
             DtypeArg::Int32 => DataType::Int32,
             DtypeArg::Fp32 => DataType::Fp32,
@@ -111,7 +111,7 @@ pub(crate) enum OpArg {
 }
 
 impl OpArg {
-    pub(super) fn wire(self) -> ReduceOp {
+    pub(crate) fn wire(self) -> ReduceOp {
         match self {
             OpArg::Sum => ReduceOp::Sum,
             OpArg::Min => ReduceOp::Min,
@@ -152,7 +152,7 @@ pub(crate) enum MtuArg {
 }
 
 impl MtuArg {
-    pub(super) fn mtu(self) -> Mtu {
+    pub(crate) fn mtu(self) -> Mtu {
         match self {
             MtuArg::B256 => Mtu::Mtu256,
             MtuArg::B512 => Mtu::Mtu512,
@@ -191,7 +191,7 @@ pub(crate) enum Format {
     Json,
 }
 
-pub(super) fn parse_topology(s: &str) -> Result<TreeSpec, String> {
+pub(crate) fn parse_topology(s: &str) -> Result<TreeSpec, String> {
     s.parse::<TreeSpec>().map_err(|e| e.to_string())
 }
 
@@ -207,7 +207,7 @@ fn parse_f64(s: &str) -> Result<f64, String> {
     }
 }
 
-pub(super) fn parse_probability(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_probability(s: &str) -> Result<f64, String> {
     let v = parse_f64(s)?;
     if (0.0..=1.0).contains(&v) {
         Ok(v)
@@ -216,7 +216,7 @@ pub(super) fn parse_probability(s: &str) -> Result<f64, String> {
     }
 }
 
-pub(super) fn parse_gbps(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_gbps(s: &str) -> Result<f64, String> {
     let v = parse_f64(s)?;
     // At least 1 bit/s, at most 100 Tbit/s.
     if (1e-9..=100_000.0).contains(&v) {
@@ -226,7 +226,7 @@ pub(super) fn parse_gbps(s: &str) -> Result<f64, String> {
     }
 }
 
-pub(super) fn parse_latency_us(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_latency_us(s: &str) -> Result<f64, String> {
     let v = parse_f64(s)?;
     if (0.0..=1e9).contains(&v) {
         Ok(v)
@@ -236,7 +236,7 @@ pub(super) fn parse_latency_us(s: &str) -> Result<f64, String> {
 }
 
 /// `4096`, `4K`, `4KiB`, `64M`, `1G` (powers of 1024), case-insensitive.
-pub(super) fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim().to_ascii_lowercase();
     let t = t
         .strip_suffix("ib")

@@ -1,5 +1,5 @@
-//! The inputs of one simulated call and the host-side reference its
-//! outputs are checked against.
+//! The inputs of one collective call and the host-side reference its
+//! outputs are checked against (used by `epic lab` and `epic sim`).
 //!
 //! Every input element is a small integer chosen so that every partial
 //! reduction over the group is exactly representable in the element type,
@@ -72,6 +72,19 @@ fn encode(dtype: DataType, v: i64, out: &mut Vec<u8>) {
     }
 }
 
+/// One wire-encoded element as a number (0 for an unknown type).
+fn decode(dtype: DataType, b: &[u8]) -> f64 {
+    let two = || <[u8; 2]>::try_from(b).unwrap_or_default();
+    let four = || <[u8; 4]>::try_from(b).unwrap_or_default();
+    match dtype {
+        DataType::Int32 => f64::from(i32::from_be_bytes(four())),
+        DataType::Fp32 => f64::from(f32::from_be_bytes(four())),
+        DataType::Fp16 => f64::from(half::f16::from_be_bytes(two()).to_f32()),
+        DataType::Bf16 => f64::from(half::bf16::from_be_bytes(two()).to_f32()),
+        _ => 0.0,
+    }
+}
+
 fn combine(op: ReduceOp, a: i64, b: i64) -> i64 {
     match op {
         ReduceOp::Min => a.min(b),
@@ -95,34 +108,34 @@ enum Expected {
 
 /// One call: request, element count, inputs and reference.
 #[derive(Debug, Clone)]
-pub(crate) struct Case {
+pub struct Case {
     /// The request every rank makes.
-    pub(crate) req: CollectiveRequest,
+    pub req: CollectiveRequest,
     /// The element count passed to `run_collective`.
-    pub(crate) elements: u64,
+    pub elements: u64,
     /// Each rank's input in wire encoding.
-    pub(crate) inputs: Vec<Vec<u8>>,
+    pub inputs: Vec<Vec<u8>>,
     /// Bytes of one rank's vector that the throughput is computed over:
     /// the input of AllReduce, Reduce, Broadcast and ReduceScatter (all K
     /// blocks), the gathered output of AllGather; 0 for Barrier.
-    pub(crate) bytes: u64,
+    pub bytes: u64,
     expected: Expected,
 }
 
 /// Why a rank's output is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Mismatch {
+pub struct Mismatch {
     /// The rank.
-    pub(crate) rank: usize,
+    pub rank: usize,
     /// What differs.
-    pub(crate) detail: String,
+    pub detail: String,
 }
 
 impl Case {
     /// Builds the call of `collective` over `vector_elements` elements per
     /// rank vector (for ReduceScatter and AllGather a multiple of `ranks`),
     /// with the given type, op and root.
-    pub(crate) fn new(
+    pub fn new(
         collective: Collective,
         dtype: DataType,
         op: ReduceOp,
@@ -229,8 +242,32 @@ impl Case {
         }
     }
 
+    /// The largest absolute difference between any element of any rank's
+    /// output and the reference, decoded as numbers (0 for a correct run;
+    /// infinite when an output has the wrong length).
+    pub fn max_abs_err(&self, outputs: &[Vec<u8>]) -> f64 {
+        let dtype = self.req.dtype;
+        let size = usize::from(dtype.size_bytes().unwrap_or(1)).max(1);
+        let mut worst = 0.0f64;
+        for (rank, got) in outputs.iter().enumerate() {
+            let want = self.expected(rank);
+            if got.len() != want.len() {
+                return f64::INFINITY;
+            }
+            for (a, b) in got.chunks_exact(size).zip(want.chunks_exact(size)) {
+                let d = (decode(dtype, a) - decode(dtype, b)).abs();
+                worst = if d.is_nan() {
+                    f64::INFINITY
+                } else {
+                    worst.max(d)
+                };
+            }
+        }
+        worst
+    }
+
     /// Checks every rank's output against the reference.
-    pub(crate) fn verify(&self, outputs: &[Vec<u8>]) -> Result<(), Mismatch> {
+    pub fn verify(&self, outputs: &[Vec<u8>]) -> Result<(), Mismatch> {
         if outputs.len() != self.inputs.len() {
             return Err(Mismatch {
                 rank: outputs.len().min(self.inputs.len()),
@@ -289,6 +326,8 @@ mod tests {
         assert!(c.verify(&outputs).is_ok());
         let mut bad = outputs.clone();
         bad[3][5] ^= 1;
+        assert_eq!(c.max_abs_err(&outputs), 0.0);
+        assert!(c.max_abs_err(&bad) > 0.0);
         let e = c.verify(&bad).unwrap_err();
         assert_eq!(e.rank, 3);
         assert!(e.detail.starts_with("element 1 "), "{}", e.detail);

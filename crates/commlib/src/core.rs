@@ -1,0 +1,354 @@
+//! Everything the progress task drives, without I/O: the host driver
+//! toward the switch (INC) or the fallback mesh, the frame demultiplexer,
+//! the running call with its deadline, and poisoning. [COMM-020]
+//!
+//! Call order, as for every sans-IO machine here: inputs
+//! ([`Core::handle_frame`] for each frame of a batch, then
+//! [`Core::after_input`]; [`Core::handle_timeout`]; [`Core::start`]), then
+//! outputs ([`Core::poll_outcome`], [`Core::poll_transmit`] until `None`,
+//! [`Core::poll_timeout`]).
+
+use std::io;
+
+use epic_proto::engine::Mode;
+use epic_proto::host::{HostError, HostEvent, HostRank};
+use epic_proto::roce::WcStatus;
+use epic_proto::time::{Duration, Instant};
+use epic_proto::wire::{BthPacket, FrameLayout, Qpn};
+
+use crate::call::CallSpec;
+use crate::config::{CommConfig, FALLBACK_QPN_BASE};
+use crate::error::{ArgError, CommError, GroupError, PoisonCause, TransportError};
+use crate::fallback::{plan, Mesh, MeshError, Runner};
+use crate::stats::CommStats;
+
+/// The host driver toward the first-hop switch.
+#[derive(Debug)]
+struct IncLane {
+    rank: HostRank,
+    qpn: Qpn,
+    reproducible: bool,
+}
+
+/// The progress task's state.
+#[derive(Debug)]
+pub(crate) struct Core {
+    rank: u16,
+    ranks: u16,
+    inc: Option<IncLane>,
+    mesh: Option<Mesh>,
+    msg_bytes: usize,
+    call_timeout: Duration,
+    std_call_timeout: std::time::Duration,
+    /// The deadline of the running call.
+    deadline: Option<Instant>,
+    outcome: Option<Result<Vec<u8>, CommError>>,
+    poisoned: Option<PoisonCause>,
+    /// Call and demultiplexer counters, and the QP counters of retired
+    /// (poisoned) QPs.
+    stats: CommStats,
+}
+
+impl Core {
+    /// The state for a checked configuration.
+    pub(crate) fn new(cfg: &CommConfig) -> Result<Core, ArgError> {
+        let (inc, mesh) = match &cfg.inc {
+            Some(setup) => {
+                let hc = cfg.host_config(setup);
+                let rank = if setup.mode == Mode::Terminated {
+                    // Mode I switches terminate the connection: no resync,
+                    // the window released by results. [M1-050] [HOST-011]
+                    HostRank::without_resync(hc)
+                } else {
+                    HostRank::new(hc)
+                }
+                .map_err(ArgError::Qp)?;
+                let lane = IncLane {
+                    rank,
+                    qpn: setup.qpn,
+                    reproducible: setup.reproducible,
+                };
+                (Some(lane), None)
+            }
+            None => (None, Some(Mesh::new(cfg)?)),
+        };
+        let nanos = u64::try_from(cfg.call_timeout.as_nanos()).unwrap_or(u64::MAX);
+        Ok(Core {
+            rank: cfg.rank,
+            ranks: cfg.ranks,
+            inc,
+            mesh,
+            msg_bytes: cfg.fallback.message_bytes as usize,
+            call_timeout: Duration::from_nanos(nanos),
+            std_call_timeout: cfg.call_timeout,
+            deadline: None,
+            outcome: None,
+            poisoned: None,
+            stats: CommStats::default(),
+        })
+    }
+
+    /// Whether a call is running.
+    pub(crate) fn busy(&self) -> bool {
+        self.deadline.is_some()
+    }
+
+    /// Starts a call. An `Err` means the call never started (misuse or a
+    /// poisoned communicator); otherwise its outcome comes from
+    /// [`poll_outcome`](Core::poll_outcome), and the input buffer comes
+    /// back if the call did not keep it.
+    pub(crate) fn start(
+        &mut self,
+        now: Instant,
+        spec: CallSpec,
+        input: Vec<u8>,
+    ) -> Result<Vec<u8>, CommError> {
+        if let Some(cause) = self.poisoned {
+            return Err(CommError::Poisoned(cause));
+        }
+        if self.busy() {
+            return Err(ArgError::Rejected("a call is already running").into());
+        }
+        if input.len() != spec.input_bytes(self.rank, self.ranks) {
+            return Err(ArgError::Rejected("input length does not fit the call").into());
+        }
+        let (early, spare) = if let Some(inc) = &mut self.inc {
+            let (req, elements) = spec.request(self.ranks, inc.reproducible);
+            inc.rank
+                .start(now, req, elements, &input)
+                .map_err(|e| match e {
+                    HostError::InvalidArgument(what) => CommError::from(ArgError::Rejected(what)),
+                    other => map_host_error(other),
+                })?;
+            match inc.rank.poll_event() {
+                // A request no EPIC header can describe fails before
+                // anything is posted: misuse, not a failed call.
+                Some(HostEvent::Failed(HostError::InvalidArgument(what))) => {
+                    return Err(ArgError::Rejected(what).into());
+                }
+                // The driver keeps its own copy of the input.
+                other => (other, input),
+            }
+        } else if let Some(mesh) = &mut self.mesh {
+            let p = plan(&spec, self.rank, self.ranks, input);
+            mesh.start(now, Runner::new(p, self.msg_bytes));
+            (None, Vec::new())
+        } else {
+            return Err(CommError::Closed);
+        };
+        tracing::debug!(rank = self.rank, ?spec, "call started");
+        self.deadline = Some(now.saturating_add(self.call_timeout));
+        match early {
+            Some(ev) => self.finish(host_result(ev)),
+            None => self.collect(),
+        }
+        Ok(spare)
+    }
+
+    /// The outcome of the running call, once it has one.
+    pub(crate) fn poll_outcome(&mut self) -> Option<Result<Vec<u8>, CommError>> {
+        self.outcome.take()
+    }
+
+    /// Whether an outcome waits to be polled.
+    pub(crate) fn has_outcome(&self) -> bool {
+        self.outcome.is_some()
+    }
+
+    /// Hands one received frame to the QP its BTH destination QP names.
+    /// [HOST-020] [COMM-020]
+    pub(crate) fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        let dest = FrameLayout::locate(frame)
+            .ok()
+            .and_then(|l| frame.get(l.bth..))
+            .and_then(|b| BthPacket::new_checked(b).ok())
+            .map(|b| b.dest_qp());
+        let Some(dest) = dest else {
+            self.stats.unknown_frames += 1;
+            return;
+        };
+        if let Some(inc) = self.inc.as_mut().filter(|i| i.qpn == dest) {
+            inc.rank.handle_frame(now, frame);
+            return;
+        }
+        let peer = dest
+            .value()
+            .checked_sub(FALLBACK_QPN_BASE)
+            .and_then(|p| u16::try_from(p).ok())
+            .filter(|p| *p < self.ranks && *p != self.rank);
+        match (peer, self.mesh.as_mut()) {
+            (Some(peer), Some(mesh)) => mesh.handle_frame(now, peer, frame),
+            _ => self.stats.unknown_frames += 1,
+        }
+    }
+
+    /// Moves the fallback schedule on after a batch of frames and collects
+    /// a finished call.
+    pub(crate) fn after_input(&mut self, now: Instant) {
+        if let Some(mesh) = &mut self.mesh {
+            mesh.pump(now);
+        }
+        self.collect();
+    }
+
+    /// The next frame to send; once there is none, collects a call the
+    /// driver finished meanwhile.
+    pub(crate) fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let n = if let Some(inc) = &mut self.inc {
+            inc.rank.poll_transmit(now, buf)
+        } else if let Some(mesh) = &mut self.mesh {
+            mesh.poll_transmit(now, buf)
+        } else {
+            None
+        };
+        if n.is_none() {
+            self.collect();
+        }
+        n
+    }
+
+    /// The earliest timer: the QPs' and the running call's deadline.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let inc = self.inc.as_ref().and_then(|i| i.rank.poll_timeout());
+        let mesh = self.mesh.as_ref().and_then(Mesh::poll_timeout);
+        [inc, mesh, self.deadline].into_iter().flatten().min()
+    }
+
+    /// Fires due timers; a call past its deadline fails with
+    /// [`CommError::Timeout`] and poisons. [COMM-011]
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        if let Some(inc) = &mut self.inc {
+            inc.rank.handle_timeout(now);
+        }
+        if let Some(mesh) = &mut self.mesh {
+            mesh.handle_timeout(now);
+            mesh.pump(now);
+        }
+        self.collect();
+        if self.deadline.is_some_and(|d| now >= d) {
+            self.stats.call_timeouts += 1;
+            self.fail(
+                CommError::Timeout {
+                    after: self.std_call_timeout,
+                },
+                PoisonCause::Timeout,
+            );
+        }
+    }
+
+    /// The transport failed: the running call fails and the communicator
+    /// is poisoned.
+    pub(crate) fn fail_transport(&mut self, e: io::Error) {
+        if self.poisoned.is_some() {
+            return;
+        }
+        self.fail(TransportError::Io(e).into(), PoisonCause::Transport);
+    }
+
+    /// The counters, the transport's excepted.
+    pub(crate) fn stats(&self) -> CommStats {
+        let mut s = self.stats;
+        if let Some(inc) = &self.inc {
+            for (_, qp) in inc.rank.qps() {
+                s.add_qp(qp.counters());
+            }
+        }
+        if let Some(mesh) = &self.mesh {
+            mesh.add_stats(&mut s);
+        }
+        s
+    }
+
+    /// Takes a finished call's outcome from the driver or the mesh.
+    fn collect(&mut self) {
+        if !self.busy() {
+            return;
+        }
+        let done = if let Some(inc) = &mut self.inc {
+            inc.rank.poll_event().map(host_result)
+        } else if let Some(mesh) = &mut self.mesh {
+            mesh.poll_outcome()
+                .map(|r| r.map_err(|e| map_mesh_error(e, self.msg_bytes)))
+        } else {
+            None
+        };
+        if let Some(r) = done {
+            self.finish(r);
+        }
+    }
+
+    fn finish(&mut self, result: Result<Vec<u8>, CommError>) {
+        match result {
+            Ok(out) => {
+                self.stats.calls_completed += 1;
+                self.deadline = None;
+                self.outcome = Some(Ok(out));
+            }
+            Err(e) => {
+                let cause = match &e {
+                    CommError::Transport(_) => PoisonCause::Transport,
+                    _ => PoisonCause::Group,
+                };
+                self.fail(e, cause);
+            }
+        }
+    }
+
+    /// Fails the running call (if any) with `e` and poisons: the QPs are
+    /// dropped (their counters kept), nothing more is sent. [COMM-011]
+    fn fail(&mut self, e: CommError, cause: PoisonCause) {
+        tracing::warn!(rank = self.rank, %e, "collective failed; the communicator is poisoned");
+        self.stats = self.stats();
+        self.inc = None;
+        self.mesh = None;
+        self.poisoned = Some(cause);
+        if self.deadline.take().is_some() {
+            self.stats.calls_failed += 1;
+            self.outcome = Some(Err(e));
+        }
+    }
+}
+
+fn host_result(ev: HostEvent) -> Result<Vec<u8>, CommError> {
+    match ev {
+        HostEvent::Completed { output } => Ok(output),
+        HostEvent::Failed(e) => Err(map_host_error(e)),
+    }
+}
+
+fn map_host_error(e: HostError) -> CommError {
+    match e {
+        HostError::Transport(WcStatus::LocalLengthError) => GroupError::Disagreement.into(),
+        HostError::Transport(status) => TransportError::WorkRequest { peer: None, status }.into(),
+        HostError::Refused => TransportError::Refused.into(),
+        HostError::InvalidArgument(what) => GroupError::Failed(what).into(),
+        HostError::Busy => GroupError::Failed("the host driver is busy").into(),
+        _ => GroupError::Failed("the host driver failed").into(),
+    }
+}
+
+fn map_mesh_error(e: MeshError, msg_bytes: usize) -> CommError {
+    match e {
+        MeshError::Completion {
+            peer,
+            status: WcStatus::LocalLengthError,
+        } => GroupError::MessageLength {
+            peer,
+            expected: msg_bytes,
+            got: msg_bytes.saturating_add(1),
+        }
+        .into(),
+        MeshError::Completion { peer, status } => TransportError::WorkRequest {
+            peer: Some(peer),
+            status,
+        }
+        .into(),
+        MeshError::Refused => TransportError::Refused.into(),
+        MeshError::Bad(b) => GroupError::MessageLength {
+            peer: b.peer,
+            expected: b.expected,
+            got: b.got,
+        }
+        .into(),
+    }
+}

@@ -1,0 +1,64 @@
+//! What a communicator counts. [COMM-013]
+
+use epic_io::PortStats;
+use epic_proto::roce::Counters;
+
+/// A communicator's counters since it was built. [COMM-013]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct CommStats {
+    /// Calls that completed.
+    pub calls_completed: u64,
+    /// Calls that failed (timeouts, transport and group failures; misuse
+    /// is not counted).
+    pub calls_failed: u64,
+    /// Calls that timed out (also counted in `calls_failed`).
+    pub call_timeouts: u64,
+    /// Frames handed to the transport.
+    pub frames_tx: u64,
+    /// Bytes handed to the transport.
+    pub bytes_tx: u64,
+    /// Frames received.
+    pub frames_rx: u64,
+    /// Bytes received.
+    pub bytes_rx: u64,
+    /// Frames the transport dropped on sending (a full queue).
+    pub tx_dropped: u64,
+    /// Request packets the QPs sent again (go-back-N after a NAK or a
+    /// timeout): the sum of every QP's `tx_retransmits`.
+    pub retransmissions: u64,
+    /// Retransmission timeouts the QPs took.
+    pub qp_timeouts: u64,
+    /// Sequence NAKs the QPs received.
+    pub seq_naks: u64,
+    /// RNR NAKs the QPs received.
+    pub rnr_naks: u64,
+    /// Frames the QPs dropped (duplicates, bad checksums, …).
+    pub qp_drops: u64,
+    /// Frames addressed to no QP of this rank, or not RoCEv2.
+    pub unknown_frames: u64,
+    /// The transport's own counters of port 0 (with the in-memory fabric:
+    /// frames its fault injector lost, duplicated or reordered).
+    pub link: PortStats,
+}
+
+impl CommStats {
+    /// Adds one QP's counters.
+    pub(crate) fn add_qp(&mut self, c: &Counters) {
+        self.retransmissions += c.tx_retransmits;
+        self.qp_timeouts += c.timeouts;
+        self.seq_naks += c.rx_seq_naks;
+        self.rnr_naks += c.rx_rnr_naks;
+        self.qp_drops += c.total_drops();
+    }
+
+    /// Takes the transport's counters.
+    pub(crate) fn set_link(&mut self, link: PortStats) {
+        self.frames_tx = link.tx_frames;
+        self.bytes_tx = link.tx_bytes;
+        self.frames_rx = link.rx_frames;
+        self.bytes_rx = link.rx_bytes;
+        self.tx_dropped = link.tx_dropped;
+        self.link = link;
+    }
+}

@@ -1,0 +1,188 @@
+//! `epic lab`: a whole EPIC cluster in this process (software switches on
+//! in-memory links, ranks running commlib), every collective in every
+//! mode, each result checked against a host-side reference.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use epic_io::LinkFaults;
+use epic_lab::{Event, LabConfig, LabMode};
+use epic_proto::engine::Mode;
+use indicatif::{ProgressBar, ProgressStyle};
+use netsim::inc::TreeSpec;
+
+use crate::args::{
+    parse_probability, parse_size, parse_topology, CollectiveArg, DtypeArg, Format, OpArg,
+};
+
+/// `--mode` of the lab: the INC modes and the host fallback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LabModeArg {
+    /// Mode I, connection terminated.
+    #[value(name = "1", alias = "i")]
+    One,
+    /// Mode II, connection translated.
+    #[value(name = "2", alias = "ii")]
+    Two,
+    /// Mode III, connection augmented.
+    #[value(name = "3", alias = "iii")]
+    Three,
+    /// Host fallback (no INC): ring, binomial tree, dissemination.
+    Host,
+    /// All three modes and the fallback.
+    All,
+}
+
+impl LabModeArg {
+    fn modes(self) -> Vec<LabMode> {
+        match self {
+            LabModeArg::One => vec![LabMode::Inc(Mode::Terminated)],
+            LabModeArg::Two => vec![LabMode::Inc(Mode::Translated)],
+            LabModeArg::Three => vec![LabMode::Inc(Mode::Augmented)],
+            LabModeArg::Host => vec![LabMode::Host],
+            LabModeArg::All => LabMode::ALL.to_vec(),
+        }
+    }
+}
+
+/// Arguments of `epic lab`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct LabArgs {
+    /// IncTree Tree-H-D (tree-3-2: a spine, 2 leaves, 4 ranks).
+    #[arg(long, default_value = "tree-3-2", value_parser = parse_topology)]
+    topology: TreeSpec,
+    /// 1, 2, 3 (INC modes), host (fallback) or all.
+    #[arg(long, value_enum, default_value = "all")]
+    mode: LabModeArg,
+    /// The collective, or all six.
+    #[arg(long, value_enum, default_value = "all")]
+    collective: CollectiveArg,
+    /// Element type.
+    #[arg(long, value_enum, default_value = "fp32")]
+    dtype: DtypeArg,
+    /// Reduce op.
+    #[arg(long, value_enum, default_value = "sum")]
+    op: OpArg,
+    /// Root rank of Reduce and Broadcast.
+    #[arg(long, default_value_t = 0)]
+    root: u16,
+    /// Bytes of one rank's vector, comma-separated, K/M/G suffixes
+    /// (powers of 1024). Barrier ignores them.
+    #[arg(long, value_delimiter = ',', default_value = "4K,16K,64K,256K,1M,4M,16M", value_parser = parse_size)]
+    sizes: Vec<u64>,
+    /// Measured iterations per (mode, collective, size).
+    #[arg(long, default_value_t = 5)]
+    iters: u32,
+    /// Unmeasured iterations before them.
+    #[arg(long, default_value_t = 1)]
+    warmup: u32,
+    /// Seed of the links' fault injectors.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Frame loss probability on every link, both directions.
+    #[arg(long, default_value_t = 0.0, value_name = "P", value_parser = parse_probability)]
+    loss: f64,
+    /// Probability that a frame is overtaken by the next one on its link.
+    #[arg(long, default_value_t = 0.0, value_name = "P", value_parser = parse_probability)]
+    reorder: f64,
+    /// Probability that a frame is delivered twice.
+    #[arg(long, default_value_t = 0.0, value_name = "P", value_parser = parse_probability)]
+    dup: f64,
+    /// Write a pcap per port of every switch and rank into DIR.
+    #[arg(long, value_name = "DIR")]
+    capture: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+    /// Worker threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Give up on a call after this many milliseconds.
+    #[arg(long, default_value_t = 60_000)]
+    call_timeout_ms: u64,
+}
+
+impl LabArgs {
+    fn config(&self) -> LabConfig {
+        LabConfig {
+            topology: self.topology,
+            modes: self.mode.modes(),
+            collectives: self.collective.collectives().to_vec(),
+            dtype: self.dtype.wire(),
+            op: self.op.wire(),
+            root: self.root,
+            sizes: self.sizes.clone(),
+            iters: self.iters,
+            warmup: self.warmup,
+            seed: self.seed,
+            faults: LinkFaults {
+                loss: self.loss,
+                reorder: self.reorder,
+                duplicate: self.dup,
+            },
+            capture: self.capture.clone(),
+            threads: self.threads,
+            call_timeout_ms: self.call_timeout_ms,
+            ..LabConfig::default()
+        }
+    }
+}
+
+/// Runs `epic lab`: 0 when every row is correct, 1 when one is not, 2 on
+/// bad input or a lab that could not run.
+pub(crate) fn run(args: &LabArgs) -> ExitCode {
+    let cfg = args.config();
+    if let Err(e) = cfg.validate() {
+        eprintln!("epic lab: {e}");
+        return ExitCode::from(2);
+    }
+    let bar = ProgressBar::new(epic_lab::total_iterations(&cfg));
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut write_error = None;
+    let mut wrong = 0usize;
+    if args.format == Format::Table {
+        let _ = writeln!(out, "# {}", epic_lab::describe(&cfg));
+        let _ = epic_lab::write_table_header(&mut out);
+        let _ = out.flush();
+    }
+    let result = epic_lab::run(&cfg, &mut |ev| match ev {
+        Event::Iteration { label } => {
+            bar.set_message(label.to_string());
+            bar.inc(1);
+        }
+        Event::Row(row) => {
+            wrong += usize::from(!row.correct);
+            let r = match args.format {
+                Format::Table => bar.suspend(|| epic_lab::write_table_row(&mut out, row)),
+                Format::Json => epic_lab::write_json(&mut out, std::slice::from_ref(row)),
+            };
+            if let Err(e) = r.and_then(|_| out.flush()) {
+                write_error.get_or_insert(e);
+            }
+        }
+    });
+    bar.finish_and_clear();
+    if let Some(e) = write_error {
+        if e.kind() != io::ErrorKind::BrokenPipe {
+            eprintln!("epic lab: writing the results: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    match result {
+        Err(e) => {
+            eprintln!("epic lab: {e}");
+            ExitCode::from(2)
+        }
+        Ok(_) if wrong > 0 => {
+            eprintln!("epic lab: {wrong} row(s) wrong");
+            ExitCode::from(1)
+        }
+        Ok(_) => ExitCode::SUCCESS,
+    }
+}

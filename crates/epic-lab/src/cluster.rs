@@ -1,0 +1,297 @@
+//! One in-process cluster: the switches of a Tree-H-D as `incengine`
+//! tasks and its ranks as `commlib` communicators, joined by in-memory
+//! links that carry real RoCEv2 frames through seeded fault injectors.
+
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+use commlib::{CommConfig, CommStats, Communicator, IncSetup};
+use epic_io::capture::CapturePorts;
+use epic_io::{Clock, FramePorts, MemFabric, MemNodeId, MemPorts};
+use epic_proto::engine::{EngineConfig, Mode};
+use epic_proto::host::{result_window, ResultLoop};
+use epic_proto::roce::Mtu;
+use epic_proto::wire::GroupId;
+use epic_proto::Psn;
+use incengine::{Route, SwitchCounters, SwitchHandle, SwitchSpec};
+use netsim::inc::{host_qpn, switch_qpn, IncTree, PortPeer};
+
+use crate::config::{LabConfig, LabMode};
+use crate::LabError;
+
+/// The group every lab cluster runs.
+pub const LAB_GROUP: GroupId = GroupId(7);
+
+/// Counters summed over a cluster at one instant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Totals {
+    /// Packets retransmitted by ranks and switches.
+    pub(crate) retransmissions: u64,
+    /// Frames lost, refused or dropped anywhere.
+    pub(crate) drops: u64,
+}
+
+impl Totals {
+    pub(crate) fn since(self, before: Totals) -> Totals {
+        Totals {
+            retransmissions: self.retransmissions.saturating_sub(before.retransmissions),
+            drops: self.drops.saturating_sub(before.drops),
+        }
+    }
+}
+
+/// A running cluster.
+#[derive(Debug)]
+pub(crate) struct LabCluster {
+    pub(crate) switches: Vec<SwitchHandle>,
+    /// One communicator per rank, in rank order.
+    pub(crate) comms: Vec<Communicator>,
+}
+
+fn mtu_of(bytes: u32) -> Mtu {
+    match bytes {
+        256 => Mtu::Mtu256,
+        512 => Mtu::Mtu512,
+        1024 => Mtu::Mtu1024,
+        2048 => Mtu::Mtu2048,
+        _ => Mtu::Mtu4096,
+    }
+}
+
+/// The switch of index `s` of `tree`: its engine, its routes to every
+/// rank, and (for an INC mode) its context of the lab group.
+pub(crate) fn switch_spec(tree: &IncTree, s: usize, cfg: &LabConfig, mode: LabMode) -> SwitchSpec {
+    let sw = tree.switches.get(s);
+    let (mac, ip) = sw.map_or((Default::default(), Ipv4Addr::UNSPECIFIED), |w| {
+        (w.mac, w.ip)
+    });
+    let mut engine = EngineConfig::new(mac, ip);
+    engine.arena_bytes = 256 << 20;
+    engine.tx_queue_frames = 4096;
+    engine.max_group_size = engine.max_group_size.max(tree.ranks());
+    let mut routes = Vec::new();
+    if let Some(sw) = sw {
+        for (port, ranks) in sw.reach.iter().enumerate() {
+            let next_hop_mac = match sw.ports.get(port) {
+                Some(PortPeer::Host(r)) => tree.hosts.get(usize::from(*r)).map(|h| h.mac),
+                Some(PortPeer::Switch(o, _)) => tree.switches.get(*o).map(|o| o.mac),
+                None => None,
+            };
+            let Some(next_hop_mac) = next_hop_mac else {
+                continue;
+            };
+            for r in ranks {
+                if let Some(h) = tree.hosts.get(usize::from(*r)) {
+                    routes.push(Route {
+                        prefix: h.ip,
+                        prefix_len: 32,
+                        port: u16::try_from(port).unwrap_or(u16::MAX),
+                        next_hop_mac,
+                    });
+                }
+            }
+        }
+    }
+    let contexts = match mode {
+        LabMode::Inc(m) => {
+            let slots = match m {
+                Mode::Terminated => cfg.window,
+                _ => (2 * (cfg.message_packets * cfg.window + 1)).next_power_of_two(),
+            };
+            let payload = u16::try_from(cfg.mtu).unwrap_or(4096);
+            let mut ctx = tree.context(s, LAB_GROUP, m, slots, payload, true);
+            ctx.message_packets = cfg.message_packets;
+            vec![ctx.into()]
+        }
+        LabMode::Host => Vec::new(),
+    };
+    SwitchSpec {
+        name: format!("switch{s}"),
+        engine,
+        addresses: Vec::new(),
+        routes,
+        contexts,
+    }
+}
+
+/// The window of a rank: W, and toward Mode I switches (which release it
+/// by results) at least the result loop's messages. In process the links
+/// have no fixed rate; the loop is sized as 100 Gbit/s links of 2 µs.
+/// [HOST-017]
+fn rank_window(tree: &IncTree, cfg: &LabConfig, mode: Mode) -> u32 {
+    if mode != Mode::Terminated {
+        return cfg.window;
+    }
+    let path = ResultLoop {
+        bits_per_second: 100_000_000_000,
+        link_latency: epic_proto::time::Duration::from_micros(2),
+        links: tree.spec.depth.saturating_sub(1).saturating_mul(2),
+        max_payload: u16::try_from(cfg.mtu).unwrap_or(4096),
+        message_packets: cfg.message_packets,
+    };
+    cfg.window.max(result_window(&path))
+}
+
+/// The communicator configuration of rank `r`.
+pub(crate) fn comm_config(tree: &IncTree, r: usize, cfg: &LabConfig, mode: LabMode) -> CommConfig {
+    let h = tree.hosts.get(r).copied();
+    let first_hop = h.and_then(|h| tree.switches.get(h.switch));
+    let (mac, ip, port) = h.map_or((Default::default(), Ipv4Addr::UNSPECIFIED, 0), |h| {
+        (h.mac, h.ip, h.port)
+    });
+    let (sw_mac, sw_ip) = first_hop.map_or((Default::default(), Ipv4Addr::UNSPECIFIED), |s| {
+        (s.mac, s.ip)
+    });
+    let inc = match mode {
+        LabMode::Inc(m) => Some(IncSetup {
+            mode: m,
+            switch_ip: sw_ip,
+            qpn: host_qpn(u16::try_from(r).unwrap_or(u16::MAX)),
+            switch_qpn: switch_qpn(port),
+            group: LAB_GROUP,
+            start_psn: Psn::ZERO,
+            message_packets: cfg.message_packets,
+            window: rank_window(tree, cfg, m),
+            reproducible: true,
+        }),
+        LabMode::Host => None,
+    };
+    let mut c = CommConfig::new(
+        u16::try_from(r).unwrap_or(u16::MAX),
+        mac,
+        ip,
+        sw_mac,
+        tree.hosts.iter().map(|h| h.ip).collect(),
+    );
+    c.inc = inc;
+    c.mtu = mtu_of(cfg.mtu);
+    c.call_timeout = std::time::Duration::from_millis(cfg.call_timeout_ms);
+    c
+}
+
+/// `ports`, captured into `dir` under `name` when asked.
+fn maybe_capture(
+    ports: MemPorts,
+    dir: Option<&Path>,
+    name: &str,
+) -> Result<Box<dyn FramePorts>, LabError> {
+    Ok(match dir {
+        Some(d) => Box::new(CapturePorts::new(ports, d, name).map_err(LabError::capture)?),
+        None => Box::new(ports),
+    })
+}
+
+impl LabCluster {
+    /// Builds the tree, wires it, starts every switch and every rank.
+    pub(crate) async fn start(cfg: &LabConfig, mode: LabMode) -> Result<LabCluster, LabError> {
+        let tree = IncTree::new(cfg.topology).map_err(|e| LabError::Build(e.to_string()))?;
+        let clock = Clock::new();
+        let mut fab = MemFabric::new(cfg.seed);
+        let sw_nodes: Vec<MemNodeId> = tree
+            .switches
+            .iter()
+            .map(|s| fab.add_node(u16::try_from(s.ports.len()).unwrap_or(u16::MAX)))
+            .collect();
+        let host_nodes: Vec<MemNodeId> = tree.hosts.iter().map(|_| fab.add_node(1)).collect();
+        for (i, s) in tree.switches.iter().enumerate() {
+            let Some(&me) = sw_nodes.get(i) else { continue };
+            for (p, peer) in s.ports.iter().enumerate() {
+                let a = (me, u16::try_from(p).unwrap_or(u16::MAX));
+                let b = match *peer {
+                    PortPeer::Host(r) => match host_nodes.get(usize::from(r)) {
+                        Some(&h) => (h, 0),
+                        None => continue,
+                    },
+                    PortPeer::Switch(o, their) if o > i => match sw_nodes.get(o) {
+                        Some(&n) => (n, their),
+                        None => continue,
+                    },
+                    PortPeer::Switch(..) => continue,
+                };
+                fab.connect(a, b, cfg.faults)
+                    .map_err(|e| LabError::Build(e.to_string()))?;
+            }
+        }
+        let mut ports: Vec<Option<MemPorts>> = fab.build().into_iter().map(Some).collect();
+        let dir = cfg.capture.as_deref();
+        if let Some(d) = dir {
+            std::fs::create_dir_all(d).map_err(LabError::capture)?;
+        }
+        let mut switches = Vec::new();
+        for (i, node) in sw_nodes.iter().enumerate() {
+            let p = ports
+                .get_mut(node.0)
+                .and_then(Option::take)
+                .ok_or_else(|| LabError::Build(format!("switch {i} has no ports")))?;
+            let spec = switch_spec(&tree, i, cfg, mode);
+            let p = maybe_capture(p, dir, &spec.name)?;
+            let h = incengine::spawn(spec, p, clock).map_err(|e| LabError::Build(e.to_string()))?;
+            switches.push(h);
+        }
+        let mut comms = Vec::new();
+        for (r, node) in host_nodes.iter().enumerate() {
+            let p = ports
+                .get_mut(node.0)
+                .and_then(Option::take)
+                .ok_or_else(|| LabError::Build(format!("rank {r} has no port")))?;
+            let p = maybe_capture(p, dir, &format!("rank{r}"))?;
+            let cc = comm_config(&tree, r, cfg, mode);
+            let c = Communicator::new(cc, p, clock).map_err(|e| LabError::Build(e.to_string()))?;
+            comms.push(c);
+        }
+        Ok(LabCluster { switches, comms })
+    }
+
+    /// Retransmissions and drops so far.
+    pub(crate) async fn totals(&mut self) -> Totals {
+        let mut t = Totals::default();
+        for s in &self.switches {
+            if let Ok(c) = s.counters().await {
+                add_switch(&mut t, &c);
+            }
+        }
+        for c in &self.comms {
+            if let Ok(s) = c.stats().await {
+                add_comm(&mut t, &s);
+            }
+        }
+        t
+    }
+
+    /// Prints every counter (debugging aid).
+    pub(crate) async fn dump(&self) {
+        for s in &self.switches {
+            if let Ok(c) = s.counters().await {
+                eprintln!("{c}");
+            }
+        }
+        for c in &self.comms {
+            if let Ok(s) = c.stats().await {
+                eprintln!("{s:?}");
+            }
+        }
+    }
+
+    /// Stops every rank and switch.
+    pub(crate) async fn shutdown(self) {
+        for c in self.comms {
+            let _ = c.close().await;
+        }
+        for s in self.switches {
+            let _ = s.shutdown().await;
+        }
+    }
+}
+
+fn add_switch(t: &mut Totals, c: &SwitchCounters) {
+    t.retransmissions += c.engine.tx_retransmits;
+    t.drops += c.engine.total_drops();
+    for p in &c.ports {
+        t.drops += p.io.fault_lost + p.io.tx_dropped;
+    }
+}
+
+fn add_comm(t: &mut Totals, s: &CommStats) {
+    t.retransmissions += s.retransmissions;
+    t.drops += s.link.fault_lost + s.link.tx_dropped;
+}

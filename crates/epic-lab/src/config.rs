@@ -1,0 +1,307 @@
+//! What a lab run does: the topology, the modes, the collectives and sizes,
+//! and the faults on its links.
+
+use core::fmt;
+use std::path::PathBuf;
+
+use epic_io::LinkFaults;
+use epic_proto::engine::Mode;
+use epic_proto::wire::{Collective, DataType, ReduceOp};
+use netsim::inc::TreeSpec;
+
+/// How the group runs its collectives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LabMode {
+    /// In the network, in one of the three modes.
+    Inc(Mode),
+    /// Host fallback: ring, binomial tree and dissemination over the same
+    /// transport, the switches only routing.
+    Host,
+}
+
+impl LabMode {
+    /// Every mode: I, II, III, then the host fallback.
+    pub const ALL: [LabMode; 4] = [
+        LabMode::Inc(Mode::Terminated),
+        LabMode::Inc(Mode::Translated),
+        LabMode::Inc(Mode::Augmented),
+        LabMode::Host,
+    ];
+
+    /// `1`, `2`, `3` or `host`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LabMode::Inc(Mode::Terminated) => "1",
+            LabMode::Inc(Mode::Translated) => "2",
+            LabMode::Inc(_) => "3",
+            LabMode::Host => "host",
+        }
+    }
+}
+
+impl fmt::Display for LabMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The six collectives in the order the lab runs them.
+pub const COLLECTIVES: [Collective; 6] = [
+    Collective::AllReduce,
+    Collective::Reduce,
+    Collective::Broadcast,
+    Collective::Barrier,
+    Collective::ReduceScatter,
+    Collective::AllGather,
+];
+
+/// The default sizes: 4 KiB to 16 MiB in steps of × 4.
+pub const DEFAULT_SIZES: [u64; 7] = [
+    4 << 10,
+    16 << 10,
+    64 << 10,
+    256 << 10,
+    1 << 20,
+    4 << 20,
+    16 << 20,
+];
+
+/// A lab run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabConfig {
+    /// The tree (default Tree-3-2: a spine, 2 leaves, 4 ranks).
+    pub topology: TreeSpec,
+    /// Modes, run one after the other, each on a fresh cluster.
+    pub modes: Vec<LabMode>,
+    /// Collectives.
+    pub collectives: Vec<Collective>,
+    /// Element type.
+    pub dtype: DataType,
+    /// Reduce op of the reducing collectives.
+    pub op: ReduceOp,
+    /// Root of Reduce and Broadcast.
+    pub root: u16,
+    /// Bytes of one rank's vector (see [`Row::bytes`](crate::Row::bytes));
+    /// Barrier runs once per mode whatever the sizes.
+    pub sizes: Vec<u64>,
+    /// Measured iterations per row.
+    pub iters: u32,
+    /// Unmeasured iterations before them.
+    pub warmup: u32,
+    /// Seed of the links' fault injectors.
+    pub seed: u64,
+    /// Faults on every link, both directions.
+    pub faults: LinkFaults,
+    /// Directory for per-port pcap captures of every switch and rank.
+    pub capture: Option<PathBuf>,
+    /// RoCE MTU, payload bytes per packet.
+    pub mtu: u32,
+    /// M: packets per message.
+    pub message_packets: u32,
+    /// W: messages outstanding per rank.
+    pub window: u32,
+    /// Give up on a call after this long, ms.
+    pub call_timeout_ms: u64,
+    /// Worker threads of the lab's tokio runtime (0: one per core).
+    pub threads: usize,
+}
+
+impl Default for LabConfig {
+    fn default() -> Self {
+        LabConfig {
+            topology: TreeSpec {
+                depth: 3,
+                degree: 2,
+            },
+            modes: LabMode::ALL.to_vec(),
+            collectives: COLLECTIVES.to_vec(),
+            dtype: DataType::Fp32,
+            op: ReduceOp::Sum,
+            root: 0,
+            sizes: DEFAULT_SIZES.to_vec(),
+            iters: 5,
+            warmup: 1,
+            seed: 1,
+            faults: LinkFaults::NONE,
+            capture: None,
+            mtu: 4096,
+            message_packets: 4,
+            window: 8,
+            call_timeout_ms: 60_000,
+            threads: 0,
+        }
+    }
+}
+
+/// A lab configuration that cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Nothing to run.
+    #[error("no {0} selected")]
+    Empty(&'static str),
+    /// The root is not a rank.
+    #[error("root {root} is not a rank of the {ranks}-rank group")]
+    Root {
+        /// The root given.
+        root: u16,
+        /// Ranks in the group.
+        ranks: u16,
+    },
+    /// The element type cannot be reduced or carried.
+    #[error("data type {0:?} is not int32, fp32, fp16 or bf16")]
+    Dtype(DataType),
+    /// The op is not a reduction.
+    #[error("op {0:?} is not sum, min or max")]
+    Op(ReduceOp),
+    /// A size is not a whole number of elements.
+    #[error("size {bytes} B is not a positive multiple of the {elem} B element")]
+    Size {
+        /// The size.
+        bytes: u64,
+        /// The element size.
+        elem: u64,
+    },
+    /// A fault probability is out of range.
+    #[error(transparent)]
+    Faults(#[from] epic_io::BadProbability),
+    /// The MTU is not a RoCE MTU.
+    #[error("MTU {0} is not 256, 512, 1024, 2048 or 4096")]
+    Mtu(u32),
+    /// Zero iterations, messages or window.
+    #[error("{0} must be at least 1")]
+    Zero(&'static str),
+}
+
+impl LabConfig {
+    /// Checks the configuration as a whole.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.modes.is_empty() {
+            return Err(ConfigError::Empty("mode"));
+        }
+        if self.collectives.is_empty() {
+            return Err(ConfigError::Empty("collective"));
+        }
+        let ranks = u16::try_from(self.topology.ranks()).unwrap_or(u16::MAX);
+        if self.root >= ranks {
+            return Err(ConfigError::Root {
+                root: self.root,
+                ranks,
+            });
+        }
+        let elem = match self.dtype {
+            DataType::Int32 | DataType::Fp32 => 4,
+            DataType::Fp16 | DataType::Bf16 => 2,
+            d => return Err(ConfigError::Dtype(d)),
+        };
+        if !matches!(self.op, ReduceOp::Sum | ReduceOp::Min | ReduceOp::Max) {
+            return Err(ConfigError::Op(self.op));
+        }
+        let sized = self.collectives.iter().any(|c| *c != Collective::Barrier);
+        if sized && self.sizes.is_empty() {
+            return Err(ConfigError::Empty("size"));
+        }
+        for &bytes in &self.sizes {
+            if bytes == 0 || bytes % elem != 0 {
+                return Err(ConfigError::Size { bytes, elem });
+            }
+        }
+        self.faults.validate()?;
+        if ![256, 512, 1024, 2048, 4096].contains(&self.mtu) {
+            return Err(ConfigError::Mtu(self.mtu));
+        }
+        for (what, v) in [
+            ("iters", self.iters),
+            ("message_packets", self.message_packets),
+            ("window", self.window),
+        ] {
+            if v == 0 {
+                return Err(ConfigError::Zero(what));
+            }
+        }
+        Ok(())
+    }
+
+    /// Ranks in the group.
+    pub fn ranks(&self) -> u16 {
+        u16::try_from(self.topology.ranks()).unwrap_or(u16::MAX)
+    }
+
+    /// The element size of `dtype`, bytes.
+    pub fn elem_bytes(&self) -> u64 {
+        u64::from(self.dtype.size_bytes().unwrap_or(4))
+    }
+
+    /// The (collective, elements per vector) points of the sweep, in
+    /// order: each collective at each size, Barrier once. ReduceScatter and
+    /// AllGather round the vector down to a multiple of K elements (at
+    /// least K).
+    pub fn points(&self) -> Vec<(Collective, usize)> {
+        let k = usize::from(self.ranks()).max(1);
+        let elem = self.elem_bytes().max(1);
+        let mut out = Vec::new();
+        for &c in &self.collectives {
+            if c == Collective::Barrier {
+                out.push((c, 0));
+                continue;
+            }
+            for &bytes in &self.sizes {
+                let n = usize::try_from(bytes / elem).unwrap_or(usize::MAX);
+                let n = match c {
+                    Collective::ReduceScatter | Collective::AllGather => (n / k).max(1) * k,
+                    _ => n.max(1),
+                };
+                out.push((c, n));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_the_full_matrix_on_tree_3_2() {
+        let c = LabConfig::default();
+        assert!(c.validate().is_ok());
+        assert_eq!(c.ranks(), 4);
+        // 5 sized collectives × 7 sizes + Barrier once.
+        assert_eq!(c.points().len(), 5 * 7 + 1);
+    }
+
+    #[test]
+    fn bad_configurations_are_named() {
+        let mut c = LabConfig {
+            root: 4,
+            ..LabConfig::default()
+        };
+        assert_eq!(c.validate(), Err(ConfigError::Root { root: 4, ranks: 4 }));
+        c.root = 0;
+        c.sizes = vec![6];
+        assert_eq!(c.validate(), Err(ConfigError::Size { bytes: 6, elem: 4 }));
+        c.sizes = vec![4096];
+        c.faults.loss = 2.0;
+        assert!(matches!(c.validate(), Err(ConfigError::Faults(_))));
+        c.faults.loss = 0.0;
+        c.mtu = 1500;
+        assert_eq!(c.validate(), Err(ConfigError::Mtu(1500)));
+        c.mtu = 4096;
+        c.modes.clear();
+        assert_eq!(c.validate(), Err(ConfigError::Empty("mode")));
+    }
+
+    #[test]
+    fn scatter_and_gather_sizes_round_to_the_group() {
+        let c = LabConfig {
+            collectives: vec![Collective::AllGather, Collective::Barrier],
+            sizes: vec![40],
+            ..LabConfig::default()
+        };
+        assert_eq!(
+            c.points(),
+            vec![(Collective::AllGather, 8), (Collective::Barrier, 0)]
+        );
+    }
+}

@@ -1,0 +1,197 @@
+//! One row of the lab's results and how rows are printed: a table for
+//! people, JSON Lines for programs (the schema is in the README).
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+/// The measurements of one (mode, collective, size).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// `1`, `2`, `3` (the INC modes) or `host` (fallback, no INC).
+    pub mode: String,
+    /// `all_reduce`, `reduce`, `broadcast`, `barrier`, `reduce_scatter`
+    /// or `all_gather`.
+    pub collective: String,
+    /// `int32`, `fp32`, `fp16` or `bf16`.
+    pub dtype: String,
+    /// `sum`, `min` or `max` (`none` for collectives that do not reduce).
+    pub op: String,
+    /// Ranks in the group.
+    pub ranks: u16,
+    /// Bytes of one rank's vector: the input of AllReduce, Reduce,
+    /// Broadcast and ReduceScatter (all K blocks), the gathered output of
+    /// AllGather, 0 for Barrier.
+    pub bytes: u64,
+    /// Measured iterations (after the warm-up).
+    pub iters: u32,
+    /// Every rank's output of every iteration equalled the reference.
+    pub correct: bool,
+    /// Largest absolute difference from the reference over all outputs.
+    pub max_abs_err: f64,
+    /// Median call latency, µs (start to the last rank's completion).
+    pub p50_us: f64,
+    /// 99th-percentile call latency, µs.
+    pub p99_us: f64,
+    /// Algorithm throughput at the median latency: `bytes` × 8 / p50,
+    /// Gbit/s (0 for Barrier).
+    pub algbw_gbps: f64,
+    /// Packets retransmitted by ranks and switches during the row.
+    pub retransmissions: u64,
+    /// Frames dropped during the row: lost by the links' fault injectors,
+    /// refused by a full queue, or dropped by a switch (any reason except
+    /// the benign duplicate and absorbed ones).
+    pub drops: u64,
+    /// Why the row failed, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The value at quantile `q` (0..=1) of `sorted` (nearest rank), 0 when
+/// empty.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted
+        .get(rank.saturating_sub(1).min(sorted.len() - 1))
+        .copied()
+        .unwrap_or(0.0)
+}
+
+/// Prints `rows` as JSON Lines, one object per row.
+pub fn write_json(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
+    for r in rows {
+        serde_json::to_writer(&mut *out, r)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+fn size_label(bytes: u64) -> String {
+    match bytes {
+        0 => "-".to_string(),
+        b if b % (1 << 30) == 0 => format!("{}G", b >> 30),
+        b if b % (1 << 20) == 0 => format!("{}M", b >> 20),
+        b if b % (1 << 10) == 0 => format!("{}K", b >> 10),
+        b => b.to_string(),
+    }
+}
+
+/// Prints the table's header line.
+pub fn write_table_header(out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:<5} {:<15} {:<6} {:<4} {:>6} {:>5} {:>7} {:>11} {:>11} {:>11} {:>8} {:>7}",
+        "mode",
+        "collective",
+        "dtype",
+        "op",
+        "size",
+        "iters",
+        "correct",
+        "p50 us",
+        "p99 us",
+        "algbw Gb/s",
+        "retrans",
+        "drops"
+    )
+}
+
+/// Prints one row of the table (and its error, if any, below it).
+pub fn write_table_row(out: &mut impl Write, r: &Row) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:<5} {:<15} {:<6} {:<4} {:>6} {:>5} {:>7} {:>11.1} {:>11.1} {:>11.3} {:>8} {:>7}",
+        r.mode,
+        r.collective,
+        r.dtype,
+        r.op,
+        size_label(r.bytes),
+        r.iters,
+        if r.correct { "yes" } else { "NO" },
+        r.p50_us,
+        r.p99_us,
+        r.algbw_gbps,
+        r.retransmissions,
+        r.drops
+    )?;
+    if let Some(e) = &r.error {
+        writeln!(out, "      error: {e}")?;
+    }
+    Ok(())
+}
+
+/// Prints `rows` as an aligned table with its header.
+pub fn write_table(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
+    write_table_header(out)?;
+    rows.iter().try_for_each(|r| write_table_row(out, r))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn row() -> Row {
+        Row {
+            mode: "2".into(),
+            collective: "all_reduce".into(),
+            dtype: "fp32".into(),
+            op: "sum".into(),
+            ranks: 4,
+            bytes: 4096,
+            iters: 3,
+            correct: true,
+            max_abs_err: 0.0,
+            p50_us: 50.0,
+            p99_us: 70.0,
+            algbw_gbps: 0.655,
+            retransmissions: 0,
+            drops: 0,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn quantiles_by_nearest_rank() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(quantile(&v, 0.5), 2.0);
+        assert_eq!(quantile(&v, 0.99), 4.0);
+        assert_eq!(quantile(&[], 0.5), 0.0);
+        assert_eq!(quantile(&[7.0], 0.99), 7.0);
+    }
+
+    #[test]
+    fn json_lines_carry_the_documented_fields() {
+        let mut out = Vec::new();
+        write_json(&mut out, &[row(), row()]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        let v: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        for key in [
+            "mode",
+            "collective",
+            "dtype",
+            "op",
+            "ranks",
+            "bytes",
+            "iters",
+            "correct",
+            "max_abs_err",
+            "p50_us",
+            "p99_us",
+            "algbw_gbps",
+            "retransmissions",
+            "drops",
+        ] {
+            assert!(v.get(key).is_some(), "{key}");
+        }
+        assert!(v.get("error").is_none());
+        let mut table = Vec::new();
+        write_table(&mut table, &[row()]).unwrap();
+        let t = String::from_utf8(table).unwrap();
+        assert!(t.contains("4K") && t.contains("yes"), "{t}");
+    }
+}

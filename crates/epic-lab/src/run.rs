@@ -1,0 +1,312 @@
+//! The sweep: for each mode a fresh cluster, for each (collective, size)
+//! the warm-up and measured iterations, every output checked.
+
+use std::time::{Duration, Instant};
+
+use commlib::{CommError, Communicator, Element, Op};
+use epic_proto::wire::{Collective, DataType, ReduceOp};
+use half::{bf16, f16};
+
+use crate::case::Case;
+use crate::cluster::LabCluster;
+use crate::config::{LabConfig, LabMode};
+use crate::report::{quantile, Row};
+use crate::LabError;
+
+/// What the sweep reports as it goes.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// One iteration (warm-up or measured) finished; `label` names the row.
+    Iteration {
+        /// `mode collective size`.
+        label: &'a str,
+    },
+    /// A row is complete.
+    Row(&'a Row),
+}
+
+/// Iterations the whole sweep runs, warm-ups included (for a progress
+/// bar).
+pub fn total_iterations(cfg: &LabConfig) -> u64 {
+    let per_row = u64::from(cfg.warmup) + u64::from(cfg.iters);
+    cfg.modes.len() as u64 * cfg.points().len() as u64 * per_row
+}
+
+/// One line that says what the sweep runs.
+pub fn describe(cfg: &LabConfig) -> String {
+    let modes: Vec<&str> = cfg.modes.iter().map(|m| m.name()).collect();
+    format!(
+        "epic lab: {} ({} ranks), in-process links, modes {}; {} {}; {} + {} warm-up iteration(s); loss {}, reorder {}, dup {} on every link; MTU {}, M = {}, W = {}; seed {}",
+        cfg.topology,
+        cfg.ranks(),
+        modes.join(","),
+        cfg.dtype.name(),
+        cfg.op.name(),
+        cfg.iters,
+        cfg.warmup,
+        cfg.faults.loss,
+        cfg.faults.reorder,
+        cfg.faults.duplicate,
+        cfg.mtu,
+        cfg.message_packets,
+        cfg.window,
+        cfg.seed,
+    )
+}
+
+/// Runs the sweep on a tokio runtime of its own, reporting through `on`.
+/// A wrong or failed row does not stop the sweep: it is reported with
+/// `correct: false` (and its error), and the cluster is rebuilt.
+pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, LabError> {
+    cfg.validate()?;
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if cfg.threads > 0 {
+        rt.worker_threads(cfg.threads);
+    }
+    let rt = rt.enable_all().build().map_err(LabError::Runtime)?;
+    rt.block_on(sweep(cfg, on))
+}
+
+async fn sweep(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, LabError> {
+    let ranks = usize::from(cfg.ranks());
+    let mut rows = Vec::new();
+    for &mode in &cfg.modes {
+        let mut cluster = Some(LabCluster::start(cfg, mode).await?);
+        for (collective, elements) in cfg.points() {
+            let case = Case::new(collective, cfg.dtype, cfg.op, cfg.root, ranks, elements);
+            let c = match cluster.take() {
+                Some(c) => c,
+                None => LabCluster::start(cfg, mode).await?,
+            };
+            let (c, row) = measure(cfg, mode, c, &case, on).await;
+            on(Event::Row(&row));
+            // A failed row may leave calls half done: start afresh.
+            if row.error.is_none() {
+                cluster = Some(c);
+            } else {
+                c.shutdown().await;
+            }
+            rows.push(row);
+        }
+        if let Some(c) = cluster {
+            c.shutdown().await;
+        }
+    }
+    Ok(rows)
+}
+
+async fn measure(
+    cfg: &LabConfig,
+    mode: LabMode,
+    mut cluster: LabCluster,
+    case: &Case,
+    on: &mut dyn FnMut(Event<'_>),
+) -> (LabCluster, Row) {
+    let collective = case.req.collective;
+    let label = format!("mode {mode} {} {}", collective.name(), case.bytes);
+    let before = cluster.totals().await;
+    let mut times = Vec::new();
+    let mut max_abs_err = 0.0f64;
+    let mut error = None;
+    for i in 0..cfg.warmup + cfg.iters {
+        match iteration(cfg, &mut cluster, case).await {
+            Ok((elapsed, outputs)) => {
+                max_abs_err = max_abs_err.max(case.max_abs_err(&outputs));
+                if let Err(m) = case.verify(&outputs) {
+                    error.get_or_insert(format!("rank {}: {}", m.rank, m.detail));
+                }
+                if i >= cfg.warmup {
+                    times.push(elapsed.as_secs_f64() * 1e6);
+                }
+            }
+            Err(e) => {
+                error = Some(e);
+                max_abs_err = f64::INFINITY;
+                on(Event::Iteration { label: &label });
+                break;
+            }
+        }
+        on(Event::Iteration { label: &label });
+    }
+    let delta = cluster.totals().await.since(before);
+    if std::env::var_os("EPIC_LAB_DUMP").is_some() {
+        cluster.dump().await;
+    }
+    times.sort_by(f64::total_cmp);
+    let p50 = quantile(&times, 0.5);
+    let barrier = collective == Collective::Barrier;
+    let row = Row {
+        mode: mode.name().to_string(),
+        collective: collective.name().to_string(),
+        dtype: if barrier { "none" } else { cfg.dtype.name() }.to_string(),
+        op: case.req.op.name().to_string(),
+        ranks: cfg.ranks(),
+        bytes: case.bytes,
+        iters: u32::try_from(times.len()).unwrap_or(u32::MAX),
+        correct: error.is_none(),
+        max_abs_err,
+        p50_us: p50,
+        p99_us: quantile(&times, 0.99),
+        algbw_gbps: if barrier || p50 <= 0.0 {
+            0.0
+        } else {
+            case.bytes as f64 * 8.0 / (p50 * 1e3)
+        },
+        retransmissions: delta.retransmissions,
+        drops: delta.drops,
+        error,
+    };
+    (cluster, row)
+}
+
+/// Runs one call on every rank at once; returns the time from the start
+/// to the last rank's completion and every rank's output in wire encoding.
+async fn iteration(
+    cfg: &LabConfig,
+    cluster: &mut LabCluster,
+    case: &Case,
+) -> Result<(Duration, Vec<Vec<u8>>), String> {
+    match cfg.dtype {
+        DataType::Int32 => typed_iteration::<i32>(cfg, cluster, case).await,
+        DataType::Fp16 => typed_iteration::<f16>(cfg, cluster, case).await,
+        DataType::Bf16 => typed_iteration::<bf16>(cfg, cluster, case).await,
+        _ => typed_iteration::<f32>(cfg, cluster, case).await,
+    }
+}
+
+/// What one rank calls, with its input decoded.
+#[derive(Debug, Clone)]
+struct RankCall<E> {
+    collective: Collective,
+    op: Op,
+    root: u16,
+    ranks: usize,
+    /// Elements of the call (per block for ReduceScatter and AllGather).
+    elements: usize,
+    input: Vec<E>,
+}
+
+fn op_of(op: ReduceOp) -> Op {
+    match op {
+        ReduceOp::Min => Op::Min,
+        ReduceOp::Max => Op::Max,
+        _ => Op::Sum,
+    }
+}
+
+async fn typed_iteration<E: Element>(
+    cfg: &LabConfig,
+    cluster: &mut LabCluster,
+    case: &Case,
+) -> Result<(Duration, Vec<Vec<u8>>), String> {
+    let ranks = usize::from(cfg.ranks());
+    let elements = usize::try_from(case.elements).unwrap_or(usize::MAX);
+    let calls: Vec<RankCall<E>> = (0..ranks)
+        .map(|r| {
+            let bytes = case.inputs.get(r).map(Vec::as_slice).unwrap_or_default();
+            let mut input = vec![E::default(); bytes.len() / E::WIRE_SIZE];
+            E::decode(bytes, &mut input);
+            RankCall {
+                collective: case.req.collective,
+                op: op_of(cfg.op),
+                root: case.req.root,
+                ranks,
+                elements,
+                input,
+            }
+        })
+        .collect();
+    let comms = std::mem::take(&mut cluster.comms);
+    let limit = Duration::from_millis(cfg.call_timeout_ms.saturating_add(1000));
+    let mut tasks = Vec::with_capacity(comms.len());
+    let start = Instant::now();
+    for (comm, call) in comms.into_iter().zip(calls) {
+        tasks.push(tokio::spawn(async move {
+            let mut comm = comm;
+            let out = tokio::time::timeout(limit, run_call(&mut comm, call)).await;
+            (comm, out, Instant::now())
+        }));
+    }
+    let mut outputs = Vec::new();
+    let mut end = start;
+    let mut failure = None;
+    for (rank, t) in tasks.into_iter().enumerate() {
+        match t.await {
+            Ok((comm, out, done)) => {
+                cluster.comms.push(comm);
+                end = end.max(done);
+                match out {
+                    Ok(Ok(o)) => {
+                        let mut wire = vec![0u8; o.len() * E::WIRE_SIZE];
+                        E::encode(&o, &mut wire);
+                        outputs.push(wire);
+                    }
+                    Ok(Err(e)) => {
+                        failure.get_or_insert(format!("rank {rank}: {e}"));
+                    }
+                    Err(_) => {
+                        failure.get_or_insert(format!("rank {rank}: no completion in {limit:?}"));
+                    }
+                }
+            }
+            Err(e) => {
+                failure.get_or_insert(format!("rank {rank}: task failed: {e}"));
+            }
+        }
+    }
+    if cluster.comms.len() != ranks {
+        return Err(failure.unwrap_or_else(|| "a rank was lost".to_string()));
+    }
+    match failure {
+        Some(f) => Err(f),
+        None => Ok((end.duration_since(start), outputs)),
+    }
+}
+
+/// One rank's call; returns its output (empty for Barrier and for
+/// non-roots of Reduce).
+async fn run_call<E: Element>(
+    comm: &mut Communicator,
+    c: RankCall<E>,
+) -> Result<Vec<E>, CommError> {
+    let rank = comm.rank();
+    match c.collective {
+        Collective::AllReduce => {
+            let mut out = vec![E::default(); c.input.len()];
+            comm.all_reduce(&c.input, &mut out, c.op).await?;
+            Ok(out)
+        }
+        Collective::Reduce => {
+            let mut out = if rank == c.root {
+                vec![E::default(); c.input.len()]
+            } else {
+                Vec::new()
+            };
+            comm.reduce(&c.input, &mut out, c.op, c.root).await?;
+            Ok(out)
+        }
+        Collective::Broadcast => {
+            let mut buf = if rank == c.root {
+                c.input
+            } else {
+                vec![E::default(); c.elements]
+            };
+            comm.broadcast(&mut buf, c.root).await?;
+            Ok(buf)
+        }
+        Collective::ReduceScatter => {
+            let mut out = vec![E::default(); c.input.len() / c.ranks.max(1)];
+            comm.reduce_scatter(&c.input, &mut out, c.op).await?;
+            Ok(out)
+        }
+        Collective::AllGather => {
+            let mut out = vec![E::default(); c.input.len() * c.ranks];
+            comm.all_gather(&c.input, &mut out).await?;
+            Ok(out)
+        }
+        _ => {
+            comm.barrier().await?;
+            Ok(Vec::new())
+        }
+    }
+}

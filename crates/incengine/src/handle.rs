@@ -1,0 +1,125 @@
+//! Starting a switch ([`spawn`]) and talking to it ([`SwitchHandle`]).
+
+use epic_io::{Clock, FramePorts};
+use epic_proto::engine::{ContextFootprint, IncEngine};
+use epic_proto::wire::GroupId;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::counters::SwitchCounters;
+use crate::router::Router;
+use crate::runtime::{install, Command, Switch};
+use crate::spec::{ContextSpec, SwitchError, SwitchSpec};
+
+/// Commands queued to a switch before the handle waits.
+const COMMAND_QUEUE: usize = 16;
+
+/// Builds the switch of `spec` over `ports`, installs its contexts and
+/// starts it on the current tokio runtime. Refuses a route or endpoint
+/// on a port `ports` lacks, a bad route, and a context the engine
+/// refuses, before anything runs. [SW-001]
+pub fn spawn<P: FramePorts>(
+    spec: SwitchSpec,
+    ports: P,
+    clock: Clock,
+) -> Result<SwitchHandle, SwitchError> {
+    let runtime = tokio::runtime::Handle::try_current().map_err(|_| SwitchError::NoRuntime)?;
+    let count = ports.port_count();
+    if let Some((index, r)) = spec
+        .routes
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.port >= count)
+    {
+        return Err(SwitchError::RoutePort {
+            index,
+            port: r.port,
+            ports: count,
+        });
+    }
+    let router = Router::new(spec.engine.mac, &spec.all_addresses(), &spec.routes)?;
+    let engine = build_engine(&spec, count)?;
+    let (tx, rx) = mpsc::channel(COMMAND_QUEUE);
+    let name = spec.name.clone();
+    let switch = Switch::new(spec.name, engine, router, ports, clock);
+    let task = runtime.spawn(switch.run(rx));
+    tracing::debug!(switch = %name, ports = count, "switch started");
+    Ok(SwitchHandle {
+        name,
+        commands: tx,
+        task,
+    })
+}
+
+/// The engine of `spec` with its contexts installed.
+fn build_engine(spec: &SwitchSpec, ports: u16) -> Result<IncEngine, SwitchError> {
+    let mut engine = IncEngine::new(spec.engine);
+    for c in &spec.contexts {
+        install(&mut engine, c, ports)?;
+    }
+    Ok(engine)
+}
+
+/// A running switch. Dropping the handle stops the switch.
+#[derive(Debug)]
+pub struct SwitchHandle {
+    name: String,
+    commands: mpsc::Sender<Command>,
+    pub(crate) task: JoinHandle<Result<SwitchCounters, SwitchError>>,
+}
+
+impl SwitchHandle {
+    /// The switch's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the switch task has ended (shut down, or a port failed).
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, SwitchError> {
+        let (tx, rx) = oneshot::channel();
+        self.commands
+            .send(make(tx))
+            .await
+            .map_err(|_| SwitchError::Stopped)?;
+        rx.await.map_err(|_| SwitchError::Stopped)
+    }
+
+    /// A snapshot of the switch's counters. [SW-020]
+    pub async fn counters(&self) -> Result<SwitchCounters, SwitchError> {
+        self.ask(Command::Counters).await
+    }
+
+    /// Installs a context while the switch runs. [ENG-010]
+    pub async fn install(&self, context: ContextSpec) -> Result<ContextFootprint, SwitchError> {
+        self.ask(|tx| Command::Install(Box::new(context), tx))
+            .await?
+    }
+
+    /// Removes a group's context while the switch runs. [ENG-010]
+    pub async fn remove(&self, group: GroupId) -> Result<(), SwitchError> {
+        self.ask(|tx| Command::Remove(group, tx)).await?
+    }
+
+    /// Stops the switch (after the batch in hand) and returns its final
+    /// counters, or the error that had stopped it. [SW-003]
+    pub async fn shutdown(self) -> Result<SwitchCounters, SwitchError> {
+        // A closed channel means the task already ended: its result says
+        // how.
+        let _ = self.commands.send(Command::Shutdown).await;
+        joined(self.task.await)
+    }
+}
+
+/// The task's result, with a panic or cancellation as `Stopped`.
+pub(crate) fn joined(
+    r: Result<Result<SwitchCounters, SwitchError>, tokio::task::JoinError>,
+) -> Result<SwitchCounters, SwitchError> {
+    r.unwrap_or(Err(SwitchError::Stopped))
+}
