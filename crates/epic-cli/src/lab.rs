@@ -98,6 +98,12 @@ pub(crate) struct LabArgs {
     /// Worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// Ranks' QP local ACK timeout exponent t (4.096 us * 2^t, 1..=31).
+    #[arg(long, value_name = "T", default_value_t = 8)]
+    host_timeout: u8,
+    /// Mode III switches' retransmission timeout, us.
+    #[arg(long, default_value_t = 1000, value_name = "US")]
+    switch_timeout_us: u64,
     /// Give up on a call after this many milliseconds.
     #[arg(long, default_value_t = 60_000)]
     call_timeout_ms: u64,
@@ -124,6 +130,8 @@ impl LabArgs {
             capture: self.capture.clone(),
             threads: self.threads,
             call_timeout_ms: self.call_timeout_ms,
+            host_timeout: Some(self.host_timeout),
+            switch_timeout_us: self.switch_timeout_us,
             ..LabConfig::default()
         }
     }

@@ -68,6 +68,7 @@ pub(crate) fn switch_spec(tree: &IncTree, s: usize, cfg: &LabConfig, mode: LabMo
     let mut engine = EngineConfig::new(mac, ip);
     engine.arena_bytes = 256 << 20;
     engine.tx_queue_frames = 4096;
+    engine.retransmit_timeout = epic_proto::time::Duration::from_micros(cfg.switch_timeout_us);
     engine.max_group_size = engine.max_group_size.max(tree.ranks());
     let mut routes = Vec::new();
     if let Some(sw) = sw {
@@ -163,7 +164,12 @@ pub(crate) fn comm_config(tree: &IncTree, r: usize, cfg: &LabConfig, mode: LabMo
         sw_mac,
         tree.hosts.iter().map(|h| h.ip).collect(),
     );
-    c.inc = inc;
+    if let Some(inc) = inc {
+        c = c.with_inc(inc);
+    }
+    if let Some(t) = cfg.host_timeout {
+        c.qp_timeout = t;
+    }
     c.mtu = mtu_of(cfg.mtu);
     c.call_timeout = std::time::Duration::from_millis(cfg.call_timeout_ms);
     c

@@ -102,8 +102,17 @@ pub struct LabConfig {
     pub window: u32,
     /// Give up on a call after this long, ms.
     pub call_timeout_ms: u64,
-    /// Worker threads of the lab's tokio runtime (0: one per core).
+    /// Worker threads of the lab's tokio runtime (0: one per core; 1: a
+    /// single-threaded runtime).
     pub threads: usize,
+    /// Ranks' QP local ACK timeout exponent (4.096 µs · 2^t); `None`
+    /// takes commlib's default of each mode. The lab's default is 8
+    /// (≈ 1 ms, tokio's timer resolution): round trips in process take
+    /// tens of microseconds, and the longer defaults made lossy runs wait
+    /// out 17–67 ms per tail loss.
+    pub host_timeout: Option<u8>,
+    /// Mode III switches' retransmission timeout, µs.
+    pub switch_timeout_us: u64,
 }
 
 impl Default for LabConfig {
@@ -129,6 +138,8 @@ impl Default for LabConfig {
             window: 8,
             call_timeout_ms: 60_000,
             threads: 0,
+            host_timeout: Some(8),
+            switch_timeout_us: 1000,
         }
     }
 }
@@ -168,6 +179,9 @@ pub enum ConfigError {
     /// The MTU is not a RoCE MTU.
     #[error("MTU {0} is not 256, 512, 1024, 2048 or 4096")]
     Mtu(u32),
+    /// The host timeout exponent is out of range.
+    #[error("host timeout exponent {0} is not within 1..=31")]
+    HostTimeout(u8),
     /// Zero iterations, messages or window.
     #[error("{0} must be at least 1")]
     Zero(&'static str),
@@ -207,6 +221,14 @@ impl LabConfig {
             }
         }
         self.faults.validate()?;
+        if let Some(t) = self.host_timeout {
+            if !(1..=31).contains(&t) {
+                return Err(ConfigError::HostTimeout(t));
+            }
+        }
+        if self.switch_timeout_us == 0 {
+            return Err(ConfigError::Zero("switch_timeout_us"));
+        }
         if ![256, 512, 1024, 2048, 4096].contains(&self.mtu) {
             return Err(ConfigError::Mtu(self.mtu));
         }

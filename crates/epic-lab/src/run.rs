@@ -59,10 +59,15 @@ pub fn describe(cfg: &LabConfig) -> String {
 /// `correct: false` (and its error), and the cluster is rebuilt.
 pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, LabError> {
     cfg.validate()?;
-    let mut rt = tokio::runtime::Builder::new_multi_thread();
-    if cfg.threads > 0 {
-        rt.worker_threads(cfg.threads);
-    }
+    let mut rt = match cfg.threads {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        0 => tokio::runtime::Builder::new_multi_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+    };
     let rt = rt.enable_all().build().map_err(LabError::Runtime)?;
     rt.block_on(sweep(cfg, on))
 }

@@ -114,7 +114,8 @@ pub struct EngineCounters {
     pub rx_acks: u64,
     /// Aggregations completed (a slot reached its fan-in).
     pub aggregations: u64,
-    /// Mode III: data packets retransmitted.
+    /// Data packets retransmitted: Mode III's, and Mode I's edge
+    /// endpoints'.
     pub tx_retransmits: u64,
     /// Mode III: retransmission timer expiries.
     pub timeouts: u64,

@@ -245,7 +245,12 @@ impl Terminated {
         let Some(e) = self.edges.get_mut(usize::from(ep)) else {
             return Ok(None);
         };
-        e.qp.poll_transmit(io.now, buf)
+        // The edge endpoints' retransmissions count as the switch's, as
+        // Mode III's do. [ENG-060]
+        let before = e.qp.counters().tx_retransmits;
+        let sent = e.qp.poll_transmit(io.now, buf);
+        io.counters.tx_retransmits += e.qp.counters().tx_retransmits.saturating_sub(before);
+        sent
     }
 
     /// The endpoints' next timer.
