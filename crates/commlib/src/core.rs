@@ -60,7 +60,13 @@ impl Core {
                     // the window released by results. [M1-050] [HOST-011]
                     HostRank::without_resync(hc)
                 } else {
-                    HostRank::new(hc)
+                    HostRank::new(hc).map(|mut r| {
+                        // Mode III acknowledges each hop on arrival: pace
+                        // by results too, or a favoured rank overruns the
+                        // pipes' range. [HOST-018]
+                        r.set_result_pacing(setup.mode == Mode::Augmented);
+                        r
+                    })
                 }
                 .map_err(ArgError::Qp)?;
                 let lane = IncLane {

@@ -95,9 +95,18 @@ pub(crate) struct LabArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
-    /// Worker threads (0: one per core).
-    #[arg(long, default_value_t = 0)]
+    /// Worker threads: 1 runs every switch and rank on one thread (the
+    /// lowest latency), N > 1 a runtime of N workers (more bandwidth for
+    /// large sizes), 0 one worker per core.
+    #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// W: messages each rank keeps in flight (Mode I ranks: at least the
+    /// result loop's).
+    #[arg(long, default_value_t = 8, value_name = "W")]
+    window: u32,
+    /// M: packets per message.
+    #[arg(long, default_value_t = 4, value_name = "M")]
+    message_packets: u32,
     /// Ranks' QP local ACK timeout exponent t (4.096 us * 2^t, 1..=31).
     #[arg(long, value_name = "T", default_value_t = 8)]
     host_timeout: u8,
@@ -131,6 +140,8 @@ impl LabArgs {
             threads: self.threads,
             call_timeout_ms: self.call_timeout_ms,
             host_timeout: Some(self.host_timeout),
+            window: self.window,
+            message_packets: self.message_packets,
             switch_timeout_us: self.switch_timeout_us,
             ..LabConfig::default()
         }
@@ -141,6 +152,8 @@ impl LabArgs {
 /// bad input or a lab that could not run.
 pub(crate) fn run(args: &LabArgs) -> ExitCode {
     let cfg = args.config();
+    // Calls of up to 16 MiB allocate their buffers anew: keep the pages.
+    epic_io::keep_large_allocations();
     if let Err(e) = cfg.validate() {
         eprintln!("epic lab: {e}");
         return ExitCode::from(2);

@@ -41,5 +41,5 @@ pub use fault::{BadProbability, LinkFaults};
 pub use mem::{MemFabric, MemFabricError, MemNodeId, MemPorts};
 pub use port::{recv_batch, FramePorts, PortStats, RxBatch, RxSlot, DEFAULT_BATCH, MAX_FRAME};
 pub use raw::{RawError, RawOptions, RawPorts, RawStep};
-pub use sys::{enter_netns, running_as_root};
+pub use sys::{enter_netns, keep_large_allocations, running_as_root};
 pub use udp::{UdpError, UdpOptions, UdpPorts, UdpStep};

@@ -51,6 +51,33 @@ pub fn running_as_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Asks glibc to serve allocations up to its 32 MiB ceiling from the heap
+/// and to keep freed heap memory, instead of mapping each large buffer
+/// afresh and unmapping it on free. Collective calls allocate and free
+/// buffers of the vector's size on every call; with glibc's defaults each
+/// call faults all their pages in again (a fifth of the CPU time of a
+/// 16 MiB AllReduce in the lab). Returns whether glibc took both settings;
+/// other C libraries are left alone (false). Call it once at the start of
+/// a program, before its threads allocate.
+pub fn keep_large_allocations() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const CEILING: libc::c_int = 32 << 20;
+        // SAFETY: mallopt only adjusts allocator parameters; both values
+        // are within the ranges glibc documents (the mmap threshold's
+        // maximum on 64-bit targets is 32 MiB), and a refused value is
+        // reported by the return code, not by undefined behaviour.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, CEILING) == 1
+                && libc::mallopt(libc::M_TRIM_THRESHOLD, 4 * CEILING) == 1
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
 /// Moves the calling thread into the network namespace at `path` (for
 /// instance `/var/run/netns/NAME`, made by `ip netns add NAME`). Sockets
 /// the thread opens afterwards live in that namespace; sockets keep the

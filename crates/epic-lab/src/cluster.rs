@@ -9,7 +9,6 @@ use commlib::{CommConfig, CommStats, Communicator, IncSetup};
 use epic_io::capture::CapturePorts;
 use epic_io::{Clock, FramePorts, MemFabric, MemNodeId, MemPorts};
 use epic_proto::engine::{EngineConfig, Mode};
-use epic_proto::host::{result_window, ResultLoop};
 use epic_proto::roce::Mtu;
 use epic_proto::wire::GroupId;
 use epic_proto::Psn;
@@ -96,7 +95,11 @@ pub(crate) fn switch_spec(tree: &IncTree, s: usize, cfg: &LabConfig, mode: LabMo
     let contexts = match mode {
         LabMode::Inc(m) => {
             let slots = match m {
-                Mode::Terminated => cfg.window,
+                // 2W message buffers per edge: a Broadcast root is paced
+                // by acknowledgements alone, and with W buffers a hop that
+                // is briefly slower draws RNR NAKs, each waiting at least
+                // one tokio timer tick (1 ms). [M1-010]
+                Mode::Terminated => 2 * cfg.window,
                 _ => (2 * (cfg.message_packets * cfg.window + 1)).next_power_of_two(),
             };
             let payload = u16::try_from(cfg.mtu).unwrap_or(4096);
@@ -113,24 +116,6 @@ pub(crate) fn switch_spec(tree: &IncTree, s: usize, cfg: &LabConfig, mode: LabMo
         routes,
         contexts,
     }
-}
-
-/// The window of a rank: W, and toward Mode I switches (which release it
-/// by results) at least the result loop's messages. In process the links
-/// have no fixed rate; the loop is sized as 100 Gbit/s links of 2 µs.
-/// [HOST-017]
-fn rank_window(tree: &IncTree, cfg: &LabConfig, mode: Mode) -> u32 {
-    if mode != Mode::Terminated {
-        return cfg.window;
-    }
-    let path = ResultLoop {
-        bits_per_second: 100_000_000_000,
-        link_latency: epic_proto::time::Duration::from_micros(2),
-        links: tree.spec.depth.saturating_sub(1).saturating_mul(2),
-        max_payload: u16::try_from(cfg.mtu).unwrap_or(4096),
-        message_packets: cfg.message_packets,
-    };
-    cfg.window.max(result_window(&path))
 }
 
 /// The communicator configuration of rank `r`.
@@ -152,7 +137,10 @@ pub(crate) fn comm_config(tree: &IncTree, r: usize, cfg: &LabConfig, mode: LabMo
             group: LAB_GROUP,
             start_psn: Psn::ZERO,
             message_packets: cfg.message_packets,
-            window: rank_window(tree, cfg, m),
+            // In process the links have no rate or delay to fill: a window
+            // of W (the Mode I switches' buffers per edge) never meets an
+            // RNR NAK, where the result loop's larger one does. [HOST-017]
+            window: cfg.window,
             reproducible: true,
         }),
         LabMode::Host => None,

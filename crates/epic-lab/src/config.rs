@@ -137,7 +137,7 @@ impl Default for LabConfig {
             message_packets: 4,
             window: 8,
             call_timeout_ms: 60_000,
-            threads: 0,
+            threads: 1,
             host_timeout: Some(8),
             switch_timeout_us: 1000,
         }

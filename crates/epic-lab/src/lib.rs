@@ -13,11 +13,13 @@ mod cluster;
 mod config;
 mod report;
 mod run;
+mod session;
 
 pub use cluster::LAB_GROUP;
 pub use config::{ConfigError, LabConfig, LabMode, COLLECTIVES, DEFAULT_SIZES};
 pub use report::{quantile, write_json, write_table, write_table_header, write_table_row, Row};
 pub use run::{describe, run, total_iterations, Event};
+pub use session::Session;
 
 /// Why the lab could not run (a wrong result is not an error: its row
 /// says `correct: false`).
@@ -33,6 +35,9 @@ pub enum LabError {
     /// The cluster could not be built or started.
     #[error("building the cluster: {0}")]
     Build(String),
+    /// A call failed or gave a wrong result (benchmark sessions).
+    #[error("call: {0}")]
+    Call(String),
     /// A capture could not be written.
     #[error("capture: {0}")]
     Capture(String),

@@ -151,6 +151,25 @@ pub struct HostRank {
     /// Mode I: a message stays outstanding until its result is back, not
     /// only until the first hop acknowledged it. [HOST-011]
     pace_by_results: bool,
+    /// Message buffers the QP handed back, lent again to the next posts:
+    /// a call's messages have the same length, so reusing them copies
+    /// without zeroing and allocates nothing after the first window.
+    spare: Vec<Vec<u8>>,
+}
+
+/// Buffers [`HostRank`] keeps for reuse, at most.
+const SPARE_BUFFERS: usize = 64;
+
+/// A buffer of `len` bytes, from `spare` if it has one. Its contents are
+/// unspecified (a receive or a copy overwrites them).
+fn lend(spare: &mut Vec<Vec<u8>>, len: usize) -> Vec<u8> {
+    match spare.pop() {
+        Some(mut b) => {
+            b.resize(len, 0);
+            b
+        }
+        None => vec![0; len],
+    }
 }
 
 impl HostRank {
@@ -188,6 +207,18 @@ impl HostRank {
         Ok(rank)
     }
 
+    /// Paces the window by results as well as by acknowledgements: a
+    /// message that returns a result stays outstanding until its result
+    /// is back. Mode I ranks always do ([`without_resync`](Self::without_resync)).
+    /// Toward Mode III switches, which acknowledge each hop on arrival, it
+    /// keeps a rank from running further ahead of the slowest rank than
+    /// its window: without it a rank that the scheduler favours overruns
+    /// the pipes' PSN range and every packet beyond it is dropped and
+    /// NAKed ([M3-020]). [HOST-018]
+    pub fn set_result_pacing(&mut self, on: bool) {
+        self.pace_by_results = on;
+    }
+
     fn with_lanes(cfg: HostConfig, lanes: Vec<Lane>) -> HostRank {
         HostRank {
             cfg,
@@ -197,6 +228,7 @@ impl HostRank {
             seq: 0,
             event: None,
             pace_by_results: false,
+            spare: Vec::new(),
         }
     }
 
@@ -577,10 +609,11 @@ impl HostRank {
         let Some(lane) = self.lanes.get_mut(a.lane) else {
             return Err(HostError::Refused);
         };
+        let spare = &mut self.spare;
         while a.recvs && a.posted_recvs < a.msgs && a.posted_recvs < a.done_recvs + w {
             let len = msg_len(a, a.posted_recvs);
             lane.qp
-                .post_recv(WrId(u64::from(a.posted_recvs)), vec![0u8; len])
+                .post_recv(WrId(u64::from(a.posted_recvs)), lend(spare, len))
                 .map_err(|_| HostError::Refused)?;
             a.posted_recvs += 1;
         }
@@ -618,11 +651,13 @@ impl HostRank {
             let i = a.posted_sends;
             let at = a.step.input_at + i as usize * a.msg_bytes;
             let len = msg_len(a, i);
-            let data = call
+            let src = call
                 .input
                 .get(at..at + len)
-                .ok_or(HostError::InvalidArgument("input: too short"))?
-                .to_vec();
+                .ok_or(HostError::InvalidArgument("input: too short"))?;
+            let mut data = spare.pop().unwrap_or_default();
+            data.clear();
+            data.extend_from_slice(src);
             lane.qp
                 .post_send(WrId(u64::from(i)), SendOp::Send, data)
                 .map_err(|_| HostError::Refused)?;
@@ -639,11 +674,14 @@ impl HostRank {
             return Ok(());
         };
         match c {
-            Completion::Send { wr_id, .. } => {
+            Completion::Send { wr_id, buf, .. } => {
                 if wr_id.0 == WR_CONTROL {
                     a.control_done = true;
                 } else {
                     a.done_sends += 1;
+                    if self.spare.len() < SPARE_BUFFERS {
+                        self.spare.push(buf);
+                    }
                 }
             }
             Completion::Recv {
@@ -671,6 +709,9 @@ impl HostRank {
                         dst.copy_from_slice(src);
                     }
                     a.done_recvs += 1;
+                    if self.spare.len() < SPARE_BUFFERS {
+                        self.spare.push(buf);
+                    }
                 }
             }
         }
