@@ -96,9 +96,9 @@ pub(crate) struct LabArgs {
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
     /// Worker threads: 1 runs every switch and rank on one thread (the
-    /// lowest latency), N > 1 a runtime of N workers (more bandwidth for
-    /// large sizes), 0 one worker per core.
-    #[arg(long, default_value_t = 1)]
+    /// lowest latency), N > 1 a runtime of N workers (more bandwidth), 0
+    /// one thread below 1 MiB and two from 1 MiB on.
+    #[arg(long, default_value_t = 0)]
     threads: usize,
     /// W: messages each rank keeps in flight (Mode I ranks: at least the
     /// result loop's).
@@ -107,12 +107,15 @@ pub(crate) struct LabArgs {
     /// M: packets per message.
     #[arg(long, default_value_t = 4, value_name = "M")]
     message_packets: u32,
-    /// Ranks' QP local ACK timeout exponent t (4.096 us * 2^t, 1..=31).
-    #[arg(long, value_name = "T", default_value_t = 8)]
-    host_timeout: u8,
-    /// Mode III switches' retransmission timeout, us.
-    #[arg(long, default_value_t = 1000, value_name = "US")]
-    switch_timeout_us: u64,
+    /// Ranks' QP local ACK timeout exponent t (4.096 us * 2^t, 1..=31);
+    /// default 8 (about 1 ms) with one thread, 10 (about 4 ms) with more,
+    /// whose scheduling stalls last milliseconds.
+    #[arg(long, value_name = "T")]
+    host_timeout: Option<u8>,
+    /// Switches' retransmission timeout (Mode III hops, Mode I edges), us;
+    /// default 1000 with one thread, 4000 with more.
+    #[arg(long, value_name = "US")]
+    switch_timeout_us: Option<u64>,
     /// Give up on a call after this many milliseconds.
     #[arg(long, default_value_t = 60_000)]
     call_timeout_ms: u64,
@@ -139,7 +142,7 @@ impl LabArgs {
             capture: self.capture.clone(),
             threads: self.threads,
             call_timeout_ms: self.call_timeout_ms,
-            host_timeout: Some(self.host_timeout),
+            host_timeout: self.host_timeout,
             window: self.window,
             message_packets: self.message_packets,
             switch_timeout_us: self.switch_timeout_us,

@@ -69,7 +69,7 @@ pub fn keep_large_allocations() -> bool {
         // reported by the return code, not by undefined behaviour.
         unsafe {
             libc::mallopt(libc::M_MMAP_THRESHOLD, CEILING) == 1
-                && libc::mallopt(libc::M_TRIM_THRESHOLD, 4 * CEILING) == 1
+                && libc::mallopt(libc::M_TRIM_THRESHOLD, 32 * CEILING) == 1
         }
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]

@@ -67,7 +67,8 @@ pub(crate) fn switch_spec(tree: &IncTree, s: usize, cfg: &LabConfig, mode: LabMo
     let mut engine = EngineConfig::new(mac, ip);
     engine.arena_bytes = 256 << 20;
     engine.tx_queue_frames = 4096;
-    engine.retransmit_timeout = epic_proto::time::Duration::from_micros(cfg.switch_timeout_us);
+    engine.retransmit_timeout =
+        epic_proto::time::Duration::from_micros(cfg.switch_timeout_us.unwrap_or(1000));
     engine.max_group_size = engine.max_group_size.max(tree.ranks());
     let mut routes = Vec::new();
     if let Some(sw) = sw {

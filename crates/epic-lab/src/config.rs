@@ -55,6 +55,10 @@ pub const COLLECTIVES: [Collective; 6] = [
     Collective::AllGather,
 ];
 
+/// With `threads: 0`, rows of this many bytes and more run on two worker
+/// threads, smaller ones on one.
+pub const AUTO_LARGE: u64 = 1 << 20;
+
 /// The default sizes: 4 KiB to 16 MiB in steps of × 4.
 pub const DEFAULT_SIZES: [u64; 7] = [
     4 << 10,
@@ -102,17 +106,20 @@ pub struct LabConfig {
     pub window: u32,
     /// Give up on a call after this long, ms.
     pub call_timeout_ms: u64,
-    /// Worker threads of the lab's tokio runtime (0: one per core; 1: a
-    /// single-threaded runtime).
+    /// Worker threads of the lab's tokio runtime: 1 a single-threaded
+    /// runtime (the lowest latency), N > 1 N workers (more bandwidth), 0
+    /// (the default) both: one thread for rows below [`AUTO_LARGE`] bytes
+    /// (and Barrier), two at and above it.
     pub threads: usize,
-    /// Ranks' QP local ACK timeout exponent (4.096 µs · 2^t); `None`
-    /// takes commlib's default of each mode. The lab's default is 8
-    /// (≈ 1 ms, tokio's timer resolution): round trips in process take
-    /// tens of microseconds, and the longer defaults made lossy runs wait
-    /// out 17–67 ms per tail loss.
+    /// Ranks' QP local ACK timeout exponent (4.096 µs · 2^t). `None`: 8
+    /// (≈ 1 ms, tokio's timer resolution) on one thread, 10 (≈ 4 ms) on
+    /// more, whose scheduling stalls last milliseconds. Round trips in
+    /// process take tens of microseconds; commlib's own defaults (17–67 ms)
+    /// made lossy runs wait that long per tail loss.
     pub host_timeout: Option<u8>,
-    /// Mode III switches' retransmission timeout, µs.
-    pub switch_timeout_us: u64,
+    /// Switches' retransmission timeout (Mode III hops, Mode I edges), µs.
+    /// `None`: 1000 on one thread, 4000 on more.
+    pub switch_timeout_us: Option<u64>,
 }
 
 impl Default for LabConfig {
@@ -137,9 +144,9 @@ impl Default for LabConfig {
             message_packets: 4,
             window: 8,
             call_timeout_ms: 60_000,
-            threads: 1,
-            host_timeout: Some(8),
-            switch_timeout_us: 1000,
+            threads: 0,
+            host_timeout: None,
+            switch_timeout_us: None,
         }
     }
 }
@@ -226,7 +233,7 @@ impl LabConfig {
                 return Err(ConfigError::HostTimeout(t));
             }
         }
-        if self.switch_timeout_us == 0 {
+        if self.switch_timeout_us == Some(0) {
             return Err(ConfigError::Zero("switch_timeout_us"));
         }
         if ![256, 512, 1024, 2048, 4096].contains(&self.mtu) {
@@ -242,6 +249,31 @@ impl LabConfig {
             }
         }
         Ok(())
+    }
+
+    /// The worker threads a row of `bytes` runs on.
+    pub fn threads_for(&self, bytes: u64) -> usize {
+        match self.threads {
+            0 if bytes >= AUTO_LARGE => 2,
+            0 => 1,
+            n => n,
+        }
+    }
+
+    /// This configuration on `threads` worker threads, its timeouts
+    /// settled for them.
+    pub fn resolved(&self, threads: usize) -> LabConfig {
+        let one = threads == 1;
+        LabConfig {
+            threads,
+            host_timeout: Some(self.host_timeout.unwrap_or(if one { 8 } else { 10 })),
+            switch_timeout_us: Some(self.switch_timeout_us.unwrap_or(if one {
+                1000
+            } else {
+                4000
+            })),
+            ..self.clone()
+        }
     }
 
     /// Ranks in the group.

@@ -16,7 +16,7 @@ mod run;
 mod session;
 
 pub use cluster::LAB_GROUP;
-pub use config::{ConfigError, LabConfig, LabMode, COLLECTIVES, DEFAULT_SIZES};
+pub use config::{ConfigError, LabConfig, LabMode, AUTO_LARGE, COLLECTIVES, DEFAULT_SIZES};
 pub use report::{quantile, write_json, write_table, write_table_header, write_table_row, Row};
 pub use run::{describe, run, total_iterations, Event};
 pub use session::Session;

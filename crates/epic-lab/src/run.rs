@@ -54,20 +54,56 @@ pub fn describe(cfg: &LabConfig) -> String {
     )
 }
 
-/// Runs the sweep on a tokio runtime of its own, reporting through `on`.
-/// A wrong or failed row does not stop the sweep: it is reported with
-/// `correct: false` (and its error), and the cluster is rebuilt.
+/// Runs the sweep on tokio runtimes of its own (one per run of rows that
+/// share a thread count), reporting through `on`. A wrong or failed row
+/// does not stop the sweep: it is reported with `correct: false` (and its
+/// error), and the cluster is rebuilt.
 pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, LabError> {
     cfg.validate()?;
-    let rt = runtime(cfg)?;
-    rt.block_on(sweep(cfg, on))
+    let ranks = usize::from(cfg.ranks());
+    let mut rows = Vec::new();
+    for &mode in &cfg.modes {
+        // The runtime, the configuration settled for it, and the cluster
+        // on it.
+        let mut current: Option<(tokio::runtime::Runtime, LabConfig, Option<LabCluster>)> = None;
+        for (collective, elements) in cfg.points() {
+            let case = Case::new(collective, cfg.dtype, cfg.op, cfg.root, ranks, elements);
+            let threads = cfg.threads_for(case.bytes);
+            if current.as_ref().map(|(_, rc, _)| rc.threads) != Some(threads) {
+                if let Some((rt, _, Some(c))) = current.take() {
+                    rt.block_on(c.shutdown());
+                }
+                let rc = cfg.resolved(threads);
+                current = Some((runtime(&rc)?, rc, None));
+            }
+            let Some((rt, rc, cluster)) = current.as_mut() else {
+                continue;
+            };
+            let c = match cluster.take() {
+                Some(c) => c,
+                None => rt.block_on(LabCluster::start(rc, mode))?,
+            };
+            let (c, row) = rt.block_on(measure(rc, mode, c, &case, on));
+            on(Event::Row(&row));
+            // A failed row may leave calls half done: start afresh.
+            if row.error.is_none() {
+                *cluster = Some(c);
+            } else {
+                rt.block_on(c.shutdown());
+            }
+            rows.push(row);
+        }
+        if let Some((rt, _, Some(c))) = current.take() {
+            rt.block_on(c.shutdown());
+        }
+    }
+    Ok(rows)
 }
 
-/// The runtime `cfg.threads` asks for.
+/// The runtime `cfg.threads` asks for (0 counts as 1).
 pub(crate) fn runtime(cfg: &LabConfig) -> Result<tokio::runtime::Runtime, LabError> {
     let mut rt = match cfg.threads {
-        1 => tokio::runtime::Builder::new_current_thread(),
-        0 => tokio::runtime::Builder::new_multi_thread(),
+        0 | 1 => tokio::runtime::Builder::new_current_thread(),
         n => {
             let mut b = tokio::runtime::Builder::new_multi_thread();
             b.worker_threads(n);
@@ -75,34 +111,6 @@ pub(crate) fn runtime(cfg: &LabConfig) -> Result<tokio::runtime::Runtime, LabErr
         }
     };
     rt.enable_all().build().map_err(LabError::Runtime)
-}
-
-async fn sweep(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, LabError> {
-    let ranks = usize::from(cfg.ranks());
-    let mut rows = Vec::new();
-    for &mode in &cfg.modes {
-        let mut cluster = Some(LabCluster::start(cfg, mode).await?);
-        for (collective, elements) in cfg.points() {
-            let case = Case::new(collective, cfg.dtype, cfg.op, cfg.root, ranks, elements);
-            let c = match cluster.take() {
-                Some(c) => c,
-                None => LabCluster::start(cfg, mode).await?,
-            };
-            let (c, row) = measure(cfg, mode, c, &case, on).await;
-            on(Event::Row(&row));
-            // A failed row may leave calls half done: start afresh.
-            if row.error.is_none() {
-                cluster = Some(c);
-            } else {
-                c.shutdown().await;
-            }
-            rows.push(row);
-        }
-        if let Some(c) = cluster {
-            c.shutdown().await;
-        }
-    }
-    Ok(rows)
 }
 
 async fn measure(

@@ -24,12 +24,14 @@ impl Session {
     /// Builds the cluster of `cfg` in `mode` and starts it.
     pub fn start(cfg: &LabConfig, mode: LabMode) -> Result<Session, LabError> {
         cfg.validate()?;
-        let rt = crate::run::runtime(cfg)?;
-        let cluster = rt.block_on(LabCluster::start(cfg, mode))?;
+        // One runtime serves every size: `threads: 0` means one thread.
+        let cfg = cfg.resolved(cfg.threads.max(1));
+        let rt = crate::run::runtime(&cfg)?;
+        let cluster = rt.block_on(LabCluster::start(&cfg, mode))?;
         Ok(Session {
             rt,
             cluster: Some(cluster),
-            cfg: cfg.clone(),
+            cfg,
         })
     }
 

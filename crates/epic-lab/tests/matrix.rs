@@ -57,7 +57,7 @@ fn assert_all_correct(rows: &[Row], cfg: &LabConfig) {
 fn full_matrix_on_clean_links() {
     let cfg = LabConfig {
         host_timeout: Some(12),
-        switch_timeout_us: 17_000,
+        switch_timeout_us: Some(17_000),
         ..small(LinkFaults::NONE)
     };
     let rows = run_all(&cfg);

@@ -130,7 +130,11 @@ struct Call {
     steps: Vec<Step>,
     next_step: usize,
     input: Vec<u8>,
+    /// The result so far; empty until a step places data (a step that
+    /// fills the whole result hands its buffer over instead of copying).
     output: Vec<u8>,
+    /// Bytes of the whole result.
+    out_bytes: usize,
     reduction: Option<Reduction>,
     size: usize,
     active: Option<Active>,
@@ -155,6 +159,9 @@ pub struct HostRank {
     /// a call's messages have the same length, so reusing them copies
     /// without zeroing and allocates nothing after the first window.
     spare: Vec<Vec<u8>>,
+    /// The last invocation's receive buffer, kept for the next one (its
+    /// pages stay mapped; it is filled in order without zeroing).
+    spare_received: Vec<u8>,
 }
 
 /// Buffers [`HostRank`] keeps for reuse, at most.
@@ -229,6 +236,7 @@ impl HostRank {
             event: None,
             pace_by_results: false,
             spare: Vec::new(),
+            spare_received: Vec::new(),
         }
     }
 
@@ -341,7 +349,8 @@ impl HostRank {
             steps,
             next_step: 0,
             input: input.to_vec(),
-            output: vec![0; out_bytes],
+            output: Vec::new(),
+            out_bytes,
             reduction,
             size,
             active: None,
@@ -424,7 +433,8 @@ impl HostRank {
             };
             if call.active.is_none() {
                 let Some(step) = call.steps.get(call.next_step).copied() else {
-                    let output = core::mem::take(&mut call.output);
+                    let mut output = core::mem::take(&mut call.output);
+                    output.resize(call.out_bytes, 0);
                     self.call = None;
                     self.event = Some(HostEvent::Completed { output });
                     return;
@@ -501,6 +511,7 @@ impl HostRank {
         let Some(call) = self.call.as_mut() else {
             return Ok(());
         };
+        let spare_received = &mut self.spare_received;
         let size = call.size;
         let bytes = usize::try_from(step.elements).unwrap_or(usize::MAX) * size;
         let ppb = if size == 0 {
@@ -579,7 +590,16 @@ impl HostRank {
             done_recvs: 0,
             control_done: false,
             echo_done: false,
-            received: vec![0; if recvs { bytes } else { 0 }],
+            // Received messages are appended in order (RC completes
+            // receives in order): no zeroing.
+            received: if recvs {
+                let mut r = core::mem::take(spare_received);
+                r.clear();
+                r.reserve(bytes);
+                r
+            } else {
+                Vec::new()
+            },
         });
         let mut hdr = vec![0u8; EPIC_HEADER_LEN];
         header.emit(&mut hdr).map_err(|_| HostError::Refused)?;
@@ -703,10 +723,16 @@ impl HostRank {
                         return Err(HostError::Transport(WcStatus::LocalLengthError));
                     }
                     let at = i as usize * a.msg_bytes;
-                    if let (Some(dst), Some(src)) =
-                        (a.received.get_mut(at..at + len), buf.get(..len))
-                    {
-                        dst.copy_from_slice(src);
+                    let src = buf.get(..len).unwrap_or_default();
+                    if a.received.len() == at {
+                        a.received.extend_from_slice(src);
+                    } else {
+                        // Not the next message (never seen: receives
+                        // complete in order); place it all the same.
+                        if a.received.len() < at + len {
+                            a.received.resize(at + len, 0);
+                        }
+                        copy_into(&mut a.received, at, src);
                     }
                     a.done_recvs += 1;
                     if self.spare.len() < SPARE_BUFFERS {
@@ -726,13 +752,13 @@ impl HostRank {
         let Some(call) = self.call.as_mut() else {
             return Ok(());
         };
-        let Some(a) = call.active.take() else {
+        let Some(mut a) = call.active.take() else {
             return Ok(());
         };
         let out_at = a.step.output_at;
         match a.step.collective {
             Collective::AllReduce => {
-                copy_into(&mut call.output, out_at, &a.received);
+                place(call, out_at, &mut a.received);
             }
             Collective::Reduce if rank == a.step.root => {
                 // The root adds its own contribution to the network's
@@ -748,7 +774,7 @@ impl HostRank {
                         .and_then(|_| r.accumulate(&mut acc, own))
                         .and_then(|_| r.store(&acc, &mut res))
                         .map_err(|_| HostError::InvalidArgument("input: length"))?;
-                    copy_into(&mut call.output, out_at, &res);
+                    place(call, out_at, &mut res);
                 }
             }
             Collective::Broadcast => {
@@ -757,13 +783,16 @@ impl HostRank {
                         .input
                         .get(a.step.input_at..a.step.input_at + a.bytes)
                         .unwrap_or(&[]);
-                    let own = own.to_vec();
-                    copy_into(&mut call.output, out_at, &own);
+                    let mut own = own.to_vec();
+                    place(call, out_at, &mut own);
                 } else {
-                    copy_into(&mut call.output, out_at, &a.received);
+                    place(call, out_at, &mut a.received);
                 }
             }
             _ => {}
+        }
+        if a.received.capacity() > self.spare_received.capacity() {
+            self.spare_received = a.received;
         }
         let Some(lane) = self.lanes.get_mut(a.lane) else {
             return Err(HostError::Refused);
@@ -783,6 +812,20 @@ impl HostRank {
 fn msg_len(a: &Active, i: u32) -> usize {
     let at = i as usize * a.msg_bytes;
     a.bytes.saturating_sub(at).min(a.msg_bytes)
+}
+
+/// Puts a step's result at `at` of the call's result: by handing `data`'s
+/// buffer over when it is the whole result (what `data` then holds is the
+/// old, empty buffer), by copying otherwise.
+fn place(call: &mut Call, at: usize, data: &mut Vec<u8>) {
+    if call.output.is_empty() && at == 0 && data.len() == call.out_bytes {
+        core::mem::swap(&mut call.output, data);
+        return;
+    }
+    if call.output.len() != call.out_bytes {
+        call.output.resize(call.out_bytes, 0);
+    }
+    copy_into(&mut call.output, at, data);
 }
 
 fn copy_into(out: &mut [u8], at: usize, src: &[u8]) {
