@@ -14,11 +14,13 @@
 //! cover that loop. [HOST-017]
 
 mod driver;
+mod event;
 mod lane;
 mod plan;
 mod window;
 
-pub use driver::{HostConfig, HostError, HostEvent, HostProgress, HostRank};
+pub use driver::{HostConfig, HostRank};
+pub use event::{HostError, HostEvent, HostProgress};
 pub use lane::{HostSetupError, PatternLane};
 pub use plan::CollectiveRequest;
 pub use window::{result_window, ResultLoop, RESULT_WINDOW_MAX};
