@@ -63,14 +63,7 @@ impl CollectiveArg {
             CollectiveArg::Barrier => &[Collective::Barrier],
             CollectiveArg::ReduceScatter => &[Collective::ReduceScatter],
             CollectiveArg::AllGather => &[Collective::AllGather],
-            CollectiveArg::All => &[
-                Collective::AllReduce,
-                Collective::Reduce,
-                Collective::Broadcast,
-                Collective::Barrier,
-                Collective::ReduceScatter,
-                Collective::AllGather,
-            ],
+            CollectiveArg::All => &epic_lab::COLLECTIVES,
         }
     }
 }

@@ -31,22 +31,7 @@ fn json_rows_carry_the_schema() {
     // Five sized collectives × two sizes, and Barrier once.
     assert_eq!(rows.len(), 11);
     for r in &rows {
-        for key in [
-            "mode",
-            "collective",
-            "dtype",
-            "op",
-            "ranks",
-            "bytes",
-            "iters",
-            "correct",
-            "max_abs_err",
-            "p50_us",
-            "p99_us",
-            "algbw_gbps",
-            "retransmissions",
-            "drops",
-        ] {
+        for key in epic_lab::ROW_FIELDS {
             assert!(r.get(key).is_some(), "{key} missing in {r}");
         }
         assert_eq!(r["mode"], "2");

@@ -188,6 +188,21 @@ impl RxBatch {
         self.slots.get_mut(at..).unwrap_or_default()
     }
 
+    /// Up to `n` unfilled slots, each buffer [`MAX_FRAME`] long, for a
+    /// backend that receives in place (a slot whose buffer a moving backend
+    /// swapped out is grown back, once).
+    pub fn recv_slots(&mut self, n: usize) -> &mut [RxSlot] {
+        let free = self.free_slots();
+        let want = free.len().min(n);
+        let slots = free.get_mut(..want).unwrap_or_default();
+        for slot in slots.iter_mut() {
+            if slot.buf.len() < MAX_FRAME {
+                slot.buf.resize(MAX_FRAME, 0);
+            }
+        }
+        slots
+    }
+
     /// Marks `n` more slots filled (after [`free_slots`](RxBatch::free_slots)).
     pub fn commit(&mut self, n: usize) {
         self.filled = (self.filled + n).min(self.slots.len());

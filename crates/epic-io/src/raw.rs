@@ -274,17 +274,9 @@ fn recv_some(
     port: u16,
     batch: &mut RxBatch,
 ) -> io::Result<usize> {
-    let free = batch.free_slots();
-    let want = free.len().min(rx.capacity());
-    for slot in free.iter_mut().take(want) {
-        if slot.buf.len() < MAX_FRAME {
-            // A slot whose buffer another backend swapped out; once.
-            slot.buf.resize(MAX_FRAME, 0);
-        }
-    }
+    let free = batch.recv_slots(rx.capacity());
     let bufs = free
         .iter_mut()
-        .take(want)
         .map(|s| s.buf.get_mut(..MAX_FRAME).unwrap_or_default());
     let got = rx.recv(fd, bufs)?;
     let mut kept = 0;

@@ -355,15 +355,8 @@ fn recv_some(
     rebuild: Rebuild,
     batch: &mut RxBatch,
 ) -> io::Result<usize> {
-    let free = batch.free_slots();
-    let want = free.len().min(rx.capacity());
-    for slot in free.iter_mut().take(want) {
-        if slot.buf.len() < MAX_FRAME {
-            // A slot whose buffer another backend swapped out; once.
-            slot.buf.resize(MAX_FRAME, 0);
-        }
-    }
-    let bufs = free.iter_mut().take(want).map(|s| {
+    let free = batch.recv_slots(rx.capacity());
+    let bufs = free.iter_mut().map(|s| {
         s.buf
             .get_mut(REBUILT_HEADER_LEN..MAX_FRAME)
             .unwrap_or_default()

@@ -17,7 +17,9 @@ mod session;
 
 pub use cluster::LAB_GROUP;
 pub use config::{ConfigError, LabConfig, LabMode, AUTO_LARGE, COLLECTIVES, DEFAULT_SIZES};
-pub use report::{quantile, write_json, write_table, write_table_header, write_table_row, Row};
+pub use report::{
+    quantile, write_json, write_table, write_table_header, write_table_row, Row, ROW_FIELDS,
+};
 pub use run::{describe, run, total_iterations, Event};
 pub use session::Session;
 

@@ -47,6 +47,25 @@ pub struct Row {
     pub error: Option<String>,
 }
 
+/// The fields of a JSON row, in order (`error` appears only on a failed
+/// row).
+pub const ROW_FIELDS: [&str; 14] = [
+    "mode",
+    "collective",
+    "dtype",
+    "op",
+    "ranks",
+    "bytes",
+    "iters",
+    "correct",
+    "max_abs_err",
+    "p50_us",
+    "p99_us",
+    "algbw_gbps",
+    "retransmissions",
+    "drops",
+];
+
 /// The value at quantile `q` (0..=1) of `sorted` (nearest rank), 0 when
 /// empty.
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -170,22 +189,7 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text.lines().count(), 2);
         let v: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-        for key in [
-            "mode",
-            "collective",
-            "dtype",
-            "op",
-            "ranks",
-            "bytes",
-            "iters",
-            "correct",
-            "max_abs_err",
-            "p50_us",
-            "p99_us",
-            "algbw_gbps",
-            "retransmissions",
-            "drops",
-        ] {
+        for key in ROW_FIELDS {
             assert!(v.get(key).is_some(), "{key}");
         }
         assert!(v.get("error").is_none());
