@@ -58,7 +58,9 @@ pub struct Lab {
     switch: Option<SwitchThread>,
 }
 
-/// The switch runs on a thread of its own (the engine is not `Send`).
+/// The switch runs on a thread of its own. (Written before `incengine`
+/// existed; the engine is `Send` now, and `incengine::spawn` could replace
+/// this helper.)
 pub struct SwitchThread {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
