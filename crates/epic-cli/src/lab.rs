@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use epic_io::LinkFaults;
-use epic_lab::{Event, LabConfig, LabMode};
+use epic_lab::{Baseline, Event, LabConfig, LabMode, NetnsOptions};
 use epic_proto::engine::Mode;
 use indicatif::{ProgressBar, ProgressStyle};
 use netsim::inc::TreeSpec;
@@ -52,9 +52,10 @@ pub(crate) struct LabArgs {
     /// IncTree Tree-H-D (tree-3-2: a spine, 2 leaves, 4 ranks).
     #[arg(long, default_value = "tree-3-2", value_parser = parse_topology)]
     topology: TreeSpec,
-    /// 1, 2, 3 (INC modes), host (fallback) or all.
-    #[arg(long, value_enum, default_value = "all")]
-    mode: LabModeArg,
+    /// 1, 2, 3 (INC modes), host (fallback) or all; several
+    /// comma-separated (`1,2,3`).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    mode: Vec<LabModeArg>,
     /// The collective, or all six.
     #[arg(long, value_enum, default_value = "all")]
     collective: CollectiveArg,
@@ -119,13 +120,49 @@ pub(crate) struct LabArgs {
     /// Give up on a call after this many milliseconds.
     #[arg(long, default_value_t = 60_000)]
     call_timeout_ms: u64,
+    /// Run on Linux network namespaces (needs root): one namespace per
+    /// switch and host, veth links, one `epic switch` process per switch
+    /// on raw sockets, ranks on UDP sockets; faults from the kernel
+    /// (tc netem, or nftables where the kernel has no netem).
+    #[arg(long)]
+    netns: bool,
+    /// With --netns: put the faults on this many links (chosen by --seed)
+    /// instead of on every link.
+    #[arg(long, value_name = "N", requires = "netns")]
+    lossy_links: Option<u32>,
+    /// With --netns: one-way delay on each faulty link direction, us
+    /// (needs tc netem).
+    #[arg(long, value_name = "US", default_value_t = 0, requires = "netns")]
+    delay: u64,
+    /// With --netns: also run MPI (OpenMPI over TCP) on the same
+    /// namespaces: `mpi` routed by the same `epic switch` processes,
+    /// `mpi-kernel` routed by the kernel, or both (`mpi,mpi-kernel`).
+    #[arg(long, value_enum, value_delimiter = ',', requires = "netns")]
+    baseline: Vec<BaselineArg>,
+}
+
+/// `--baseline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum BaselineArg {
+    /// OpenMPI through the `epic switch` processes (plain L3 forwarding).
+    Mpi,
+    /// OpenMPI through the switch namespaces' kernels.
+    MpiKernel,
 }
 
 impl LabArgs {
     fn config(&self) -> LabConfig {
         LabConfig {
             topology: self.topology,
-            modes: self.mode.modes(),
+            modes: {
+                let mut modes: Vec<LabMode> = Vec::new();
+                for m in self.mode.iter().flat_map(|m| m.modes()) {
+                    if !modes.contains(&m) {
+                        modes.push(m);
+                    }
+                }
+                modes
+            },
             collectives: self.collective.collectives().to_vec(),
             dtype: self.dtype.wire(),
             op: self.op.wire(),
@@ -146,6 +183,22 @@ impl LabArgs {
             window: self.window,
             message_packets: self.message_packets,
             switch_timeout_us: self.switch_timeout_us,
+            netns: self.netns.then(|| {
+                // The switches run this very binary.
+                let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("epic"));
+                let mut o = NetnsOptions::new(exe);
+                o.lossy_links = self.lossy_links;
+                o.delay_us = self.delay;
+                o.baselines = self
+                    .baseline
+                    .iter()
+                    .map(|b| match b {
+                        BaselineArg::Mpi => Baseline::MpiThroughSwitch,
+                        BaselineArg::MpiKernel => Baseline::MpiKernel,
+                    })
+                    .collect();
+                o
+            }),
             ..LabConfig::default()
         }
     }

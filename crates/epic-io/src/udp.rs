@@ -29,11 +29,14 @@
 //! backend rebuilds them by the same rules: identification 0, DF, the
 //! sender's address and port (from `recvmmsg`), the bound address as
 //! destination, TTL 64, a valid header checksum and UDP checksum 0. The
-//! rebuilt frame's ICRC verifies exactly when the sender followed the same
-//! rules, as every `UdpPorts` does. A peer whose identification varies
-//! (Linux rxe, RDMA NICs) cannot be verified through a UDP socket, since
-//! its identification is not visible; talk to such peers through
-//! [`RawPorts`](crate::RawPorts).
+//! rebuilt frame's ICRC verifies as it is when the sender followed the
+//! same rules, as every `UdpPorts` does. A sender that writes another
+//! identification or no DF (an EPIC switch numbers the frames it emits, as
+//! RDMA NICs and Linux rxe do) is not visible through the socket, but its
+//! ICRC names them: the CRC is affine, so the 17 unknown bits are solved
+//! for from the difference between the carried and the computed ICRC, and
+//! written into the rebuilt header (`udp/ident.rs`). Those 17 bits are then
+//! unprotected; the rest of the frame keeps its ICRC check.
 //!
 //! Costs of the rules: every datagram leaves from port 4791, so flows carry
 //! no UDP source-port entropy for ECMP; DSCP/ECN of the frames are not
@@ -58,6 +61,7 @@ use epic_proto::wire::{
 use crate::port::{FramePorts, PortStats, RxBatch, DEFAULT_BATCH, MAX_FRAME};
 use crate::sys::{self, AddrKind, MsgBatch, Origin, Registered, SocketBuffer};
 use crate::txq::TxQueue;
+use ident::IdentRecovery;
 
 /// Bytes of IPv4 and UDP header in front of a datagram's payload.
 const IP_UDP_LEN: usize = IPV4_HEADER_LEN + UDP_HEADER_LEN;
@@ -162,6 +166,7 @@ pub struct UdpPorts {
     tx: TxQueue,
     stats: PortStats,
     tx_not_roce: u64,
+    idents: IdentRecovery,
 }
 
 impl UdpPorts {
@@ -225,6 +230,7 @@ impl UdpPorts {
             tx: TxQueue::new(options.send_queue_frames, AddrKind::Inet),
             stats: PortStats::default(),
             tx_not_roce: 0,
+            idents: IdentRecovery::default(),
         })
     }
 
@@ -248,6 +254,12 @@ impl UdpPorts {
     /// counted in `tx_dropped`.
     pub fn tx_not_roce(&self) -> u64 {
         self.tx_not_roce
+    }
+
+    /// Received frames whose IPv4 identification or DF bit was recovered
+    /// from their ICRC (see [`ident`](self#why-the-icrc-stays-true-on-the-wire)).
+    pub fn idents_recovered(&self) -> u64 {
+        self.idents.recovered
     }
 }
 
@@ -353,6 +365,7 @@ fn recv_some(
     rx: &mut MsgBatch,
     stats: &mut PortStats,
     rebuild: Rebuild,
+    idents: &mut IdentRecovery,
     batch: &mut RxBatch,
 ) -> io::Result<usize> {
     let free = batch.recv_slots(rx.capacity());
@@ -383,6 +396,11 @@ fn recv_some(
         ) else {
             continue;
         };
+        // A frame that verifies as rebuilt costs one CRC pass here; one
+        // that does not is left for the receiver's ICRC check to drop.
+        if let Some(frame) = slot.buf.get_mut(..len) {
+            idents.recover(frame);
+        }
         slot.len = len;
         slot.port = 0;
         stats.rx_frames += 1;
@@ -407,7 +425,11 @@ impl FramePorts for UdpPorts {
             peer_mac: self.peer_mac,
         };
         let UdpPorts {
-            socket, rx, stats, ..
+            socket,
+            rx,
+            stats,
+            idents,
+            ..
         } = self;
         while !batch.is_full() {
             let mut guard = match socket.poll_read_ready(cx) {
@@ -417,7 +439,9 @@ impl FramePorts for UdpPorts {
             };
             // `try_io` clears the readiness when the socket says EAGAIN;
             // the next `poll_read_ready` then registers the wake-up.
-            match guard.try_io(|s| recv_some(s.get_ref().as_fd(), rx, stats, rebuild, batch)) {
+            match guard
+                .try_io(|s| recv_some(s.get_ref().as_fd(), rx, stats, rebuild, idents, batch))
+            {
                 Ok(Ok(_)) | Err(_) => {}
                 Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
                 Ok(Err(e)) => return Poll::Ready(Err(e)),
@@ -467,5 +491,6 @@ impl FramePorts for UdpPorts {
     }
 }
 
+mod ident;
 #[cfg(test)]
 mod tests;

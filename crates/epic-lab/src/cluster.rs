@@ -16,6 +16,7 @@ use incengine::{Route, SwitchCounters, SwitchHandle, SwitchSpec};
 use netsim::inc::{host_qpn, switch_qpn, IncTree, PortPeer};
 
 use crate::config::{LabConfig, LabMode};
+use crate::netns::{NetnsLab, SwitchProcs};
 use crate::LabError;
 
 /// The group every lab cluster runs.
@@ -42,7 +43,10 @@ impl Totals {
 /// A running cluster.
 #[derive(Debug)]
 pub(crate) struct LabCluster {
+    /// The in-process switches (none on namespaces).
     pub(crate) switches: Vec<SwitchHandle>,
+    /// The switch processes of a namespace run.
+    procs: Option<SwitchProcs>,
     /// One communicator per rank, in rank order.
     pub(crate) comms: Vec<Communicator>,
 }
@@ -177,8 +181,54 @@ fn maybe_capture(
 }
 
 impl LabCluster {
+    /// Starts the cluster of `mode`: in process, or on `net`'s namespaces.
+    pub(crate) async fn start(
+        cfg: &LabConfig,
+        mode: LabMode,
+        net: Option<&mut NetnsLab>,
+    ) -> Result<LabCluster, LabError> {
+        match net {
+            Some(net) => LabCluster::start_netns(cfg, mode, net).await,
+            None => LabCluster::start_in_process(cfg, mode).await,
+        }
+    }
+
+    /// Starts one `epic switch` process per switch namespace and the
+    /// ranks on UDP sockets in the host namespaces. [LAB-006]
+    async fn start_netns(
+        cfg: &LabConfig,
+        mode: LabMode,
+        net: &mut NetnsLab,
+    ) -> Result<LabCluster, LabError> {
+        let tree = net.topo.tree.clone();
+        let specs = (0..tree.switches.len())
+            .map(|s| switch_spec(&tree, s, cfg, mode))
+            .collect();
+        let procs = net.start_switches(specs)?;
+        let clock = Clock::new();
+        let dir = cfg.capture.as_deref();
+        let mut comms = Vec::new();
+        for r in 0..tree.hosts.len() {
+            let p = net.bind_rank(r)?;
+            let p: Box<dyn FramePorts> = match dir {
+                Some(d) => Box::new(
+                    CapturePorts::new(p, d, &format!("rank{r}")).map_err(LabError::capture)?,
+                ),
+                None => Box::new(p),
+            };
+            let cc = comm_config(&tree, r, cfg, mode);
+            let c = Communicator::new(cc, p, clock).map_err(|e| LabError::Build(e.to_string()))?;
+            comms.push(c);
+        }
+        Ok(LabCluster {
+            switches: Vec::new(),
+            procs: Some(procs),
+            comms,
+        })
+    }
+
     /// Builds the tree, wires it, starts every switch and every rank.
-    pub(crate) async fn start(cfg: &LabConfig, mode: LabMode) -> Result<LabCluster, LabError> {
+    async fn start_in_process(cfg: &LabConfig, mode: LabMode) -> Result<LabCluster, LabError> {
         let tree = IncTree::new(cfg.topology).map_err(|e| LabError::Build(e.to_string()))?;
         let clock = Clock::new();
         let mut fab = MemFabric::new(cfg.seed);
@@ -234,7 +284,11 @@ impl LabCluster {
             let c = Communicator::new(cc, p, clock).map_err(|e| LabError::Build(e.to_string()))?;
             comms.push(c);
         }
-        Ok(LabCluster { switches, comms })
+        Ok(LabCluster {
+            switches,
+            procs: None,
+            comms,
+        })
     }
 
     /// Retransmissions and drops so far.
@@ -275,6 +329,7 @@ impl LabCluster {
         for s in self.switches {
             let _ = s.shutdown().await;
         }
+        drop(self.procs);
     }
 }
 

@@ -120,6 +120,57 @@ pub struct LabConfig {
     /// Switches' retransmission timeout (Mode III hops, Mode I edges), µs.
     /// `None`: 1000 on one thread, 4000 on more.
     pub switch_timeout_us: Option<u64>,
+    /// Run on Linux network namespaces instead of in-memory links.
+    pub netns: Option<NetnsOptions>,
+}
+
+/// What MPI is compared with EPIC on the namespace lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Baseline {
+    /// OpenMPI over TCP, routed by the same `epic switch` processes in
+    /// plain L3 forwarding (no context installed): the paper's MPI
+    /// baseline.
+    MpiThroughSwitch,
+    /// OpenMPI over TCP, routed by the switch namespaces' kernels: a
+    /// stronger baseline.
+    MpiKernel,
+}
+
+impl Baseline {
+    /// The row's mode: `mpi` or `mpi-kernel`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Baseline::MpiThroughSwitch => "mpi",
+            Baseline::MpiKernel => "mpi-kernel",
+        }
+    }
+}
+
+/// The namespace lab's own settings. [LAB-006]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetnsOptions {
+    /// The `epic` binary each switch namespace runs as `epic switch`.
+    pub epic_exe: PathBuf,
+    /// Faults on this many links (chosen by the seed) instead of all.
+    pub lossy_links: Option<u32>,
+    /// One-way delay added on each faulty link direction, µs (needs
+    /// netem).
+    pub delay_us: u64,
+    /// Baselines run after the EPIC modes, in the same namespaces.
+    pub baselines: Vec<Baseline>,
+}
+
+impl NetnsOptions {
+    /// Switches run by `epic_exe`, faults on every link, no delay, no
+    /// baseline.
+    pub fn new(epic_exe: impl Into<PathBuf>) -> NetnsOptions {
+        NetnsOptions {
+            epic_exe: epic_exe.into(),
+            lossy_links: None,
+            delay_us: 0,
+            baselines: Vec::new(),
+        }
+    }
 }
 
 impl Default for LabConfig {
@@ -147,6 +198,7 @@ impl Default for LabConfig {
             threads: 0,
             host_timeout: None,
             switch_timeout_us: None,
+            netns: None,
         }
     }
 }

@@ -11,12 +11,16 @@
 pub mod case;
 mod cluster;
 mod config;
+mod netns;
 mod report;
 mod run;
 mod session;
 
 pub use cluster::LAB_GROUP;
-pub use config::{ConfigError, LabConfig, LabMode, AUTO_LARGE, COLLECTIVES, DEFAULT_SIZES};
+pub use config::{
+    Baseline, ConfigError, LabConfig, LabMode, NetnsOptions, AUTO_LARGE, COLLECTIVES, DEFAULT_SIZES,
+};
+pub use netns::NetnsError;
 pub use report::{
     quantile, write_json, write_table, write_table_header, write_table_row, Row, ROW_FIELDS,
 };
@@ -43,6 +47,9 @@ pub enum LabError {
     /// A capture could not be written.
     #[error("capture: {0}")]
     Capture(String),
+    /// The namespace lab could not be built or run.
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
 }
 
 impl LabError {

@@ -6,10 +6,12 @@ use std::time::{Duration, Instant};
 use commlib::{CommError, Communicator, Element, Op};
 use epic_proto::wire::{Collective, DataType, ReduceOp};
 use half::{bf16, f16};
+use netsim::inc::IncTree;
 
 use crate::case::Case;
 use crate::cluster::LabCluster;
 use crate::config::{LabConfig, LabMode};
+use crate::netns::{NetnsFaults, NetnsLab};
 use crate::report::{quantile, Row};
 use crate::LabError;
 
@@ -35,8 +37,22 @@ pub fn total_iterations(cfg: &LabConfig) -> u64 {
 /// One line that says what the sweep runs.
 pub fn describe(cfg: &LabConfig) -> String {
     let modes: Vec<&str> = cfg.modes.iter().map(|m| m.name()).collect();
+    let (links, faulty) = match &cfg.netns {
+        Some(o) => (
+            "network namespaces (epic switch processes on raw sockets, ranks on UDP sockets, veth links)",
+            match o.lossy_links {
+                Some(n) => format!("{n} link(s)"),
+                None => "every link".to_string(),
+            } + &if o.delay_us > 0 {
+                format!(", delay {} µs", o.delay_us)
+            } else {
+                String::new()
+            },
+        ),
+        None => ("in-process links", "every link".to_string()),
+    };
     format!(
-        "epic lab: {} ({} ranks), in-process links, modes {}; {} {}; {} + {} warm-up iteration(s); loss {}, reorder {}, dup {} on every link; MTU {}, M = {}, W = {}; seed {}",
+        "epic lab: {} ({} ranks), {links}, modes {}; {} {}; {} + {} warm-up iteration(s); loss {}, reorder {}, dup {} on {faulty}; MTU {}, M = {}, W = {}; seed {}",
         cfg.topology,
         cfg.ranks(),
         modes.join(","),
@@ -62,6 +78,27 @@ pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, L
     cfg.validate()?;
     let ranks = usize::from(cfg.ranks());
     let mut rows = Vec::new();
+    let mut net = match &cfg.netns {
+        Some(o) => {
+            let tree = IncTree::new(cfg.topology).map_err(|e| LabError::Build(e.to_string()))?;
+            let faults = NetnsFaults {
+                faults: cfg.faults,
+                delay_us: o.delay_us,
+            };
+            let lossy = o
+                .lossy_links
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+            Some(NetnsLab::start(
+                &tree,
+                &o.epic_exe,
+                &faults,
+                lossy,
+                cfg.seed,
+                cfg.capture.as_deref(),
+            )?)
+        }
+        None => None,
+    };
     for &mode in &cfg.modes {
         // The runtime, the configuration settled for it, and the cluster
         // on it.
@@ -81,7 +118,7 @@ pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, L
             };
             let c = match cluster.take() {
                 Some(c) => c,
-                None => rt.block_on(LabCluster::start(rc, mode))?,
+                None => rt.block_on(LabCluster::start(rc, mode, net.as_mut()))?,
             };
             let (c, row) = rt.block_on(measure(rc, mode, c, &case, on));
             on(Event::Row(&row));

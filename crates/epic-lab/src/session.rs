@@ -27,7 +27,7 @@ impl Session {
         // One runtime serves every size: `threads: 0` means one thread.
         let cfg = cfg.resolved(cfg.threads.max(1));
         let rt = crate::run::runtime(&cfg)?;
-        let cluster = rt.block_on(LabCluster::start(&cfg, mode))?;
+        let cluster = rt.block_on(LabCluster::start(&cfg, mode, None))?;
         Ok(Session {
             rt,
             cluster: Some(cluster),

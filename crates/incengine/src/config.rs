@@ -31,7 +31,7 @@ use epic_proto::engine::{
 use epic_proto::time::Duration;
 use epic_proto::wire::{EthernetAddress, GroupId, Qpn};
 use epic_proto::Psn;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::router::Route;
 use crate::runtime::install;
@@ -117,6 +117,113 @@ impl SwitchConfig {
     }
 }
 
+impl SwitchConfig {
+    /// The `switch.toml` text of this configuration: [`parse`] gives it
+    /// back (the retransmission timeout in whole microseconds). Tools
+    /// that start `epic switch` processes write their switches with it.
+    /// [SW-032]
+    ///
+    /// [`parse`]: SwitchConfig::parse
+    pub fn to_toml(&self) -> String {
+        let file = SwitchFile::from_config(self);
+        // Plain strings, numbers, booleans and arrays of tables: nothing
+        // toml cannot write.
+        toml::to_string(&file).unwrap_or_default()
+    }
+}
+
+impl SwitchFile {
+    fn from_config(cfg: &SwitchConfig) -> SwitchFile {
+        let s = &cfg.spec;
+        let e = &s.engine;
+        let switch = SwitchSection {
+            name: s.name.clone(),
+            mac: e.mac.to_string(),
+            ip: e.ip.to_string(),
+            addresses: s.addresses.iter().map(ToString::to_string).collect(),
+            arena_bytes: Some(e.arena_bytes),
+            retransmit_timeout_us: Some((e.retransmit_timeout.as_nanos() / 1000).max(1)),
+            max_contexts: Some(e.max_contexts),
+            max_endpoints: Some(e.max_endpoints),
+            max_group_size: Some(e.max_group_size),
+            tx_queue_frames: Some(e.tx_queue_frames),
+            send_cnp: Some(e.send_cnp),
+        };
+        let port = (0u16..)
+            .zip(&cfg.interfaces)
+            .map(|(index, i)| PortEntry {
+                index,
+                interface: i.clone(),
+            })
+            .collect();
+        let route = s
+            .routes
+            .iter()
+            .map(|r| RouteEntry {
+                prefix: format!("{}/{}", r.prefix, r.prefix_len),
+                port: r.port,
+                next_hop_mac: r.next_hop_mac.to_string(),
+            })
+            .collect();
+        let context = s.contexts.iter().map(ContextEntry::from_spec).collect();
+        SwitchFile {
+            switch,
+            port,
+            route,
+            context,
+        }
+    }
+}
+
+impl ContextEntry {
+    fn from_spec(c: &ContextSpec) -> ContextEntry {
+        let k = &c.config;
+        let mode = match k.mode {
+            Mode::Terminated => "I",
+            Mode::Translated => "II",
+            _ => "III",
+        };
+        let pattern = match k.alignment {
+            PsnAlignment::PerPattern(PatternBinding::AllReduce) => Some("all_reduce".to_string()),
+            PsnAlignment::PerPattern(PatternBinding::Reduce { root }) => {
+                Some(format!("reduce:{root}"))
+            }
+            PsnAlignment::PerPattern(PatternBinding::Broadcast { root }) => {
+                Some(format!("broadcast:{root}"))
+            }
+            _ => None,
+        };
+        ContextEntry {
+            group: k.group.0,
+            mode: mode.to_string(),
+            ranks: k.ranks,
+            endpoints: k
+                .endpoints
+                .iter()
+                .map(|e| EndpointEntry {
+                    port: e.port,
+                    local_qpn: e.local_qpn.value(),
+                    remote_qpn: e.remote_qpn.value(),
+                    remote_mac: e.remote_mac.to_string(),
+                    remote_ip: e.remote_ip.to_string(),
+                    peer: match e.peer {
+                        Peer::Rank(r) => format!("rank:{r}"),
+                        Peer::Switch => "switch".to_string(),
+                    },
+                })
+                .collect(),
+            parent: k.parent,
+            route: k.route.clone(),
+            slots: k.slots,
+            max_payload: k.max_payload,
+            message_packets: k.message_packets,
+            reproducible: k.reproducible,
+            start_psn: c.start_psn.value(),
+            pattern,
+        }
+    }
+}
+
 /// Deserializes, naming the key path of any serde error.
 fn parse_file(text: &str) -> Result<SwitchFile, ConfigError> {
     let syntax = |key: String, e: &toml::de::Error| {
@@ -141,7 +248,7 @@ fn line_col(text: &str, at: usize) -> (usize, usize) {
 }
 
 /// The file as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct SwitchFile {
     switch: SwitchSection,
@@ -153,7 +260,7 @@ struct SwitchFile {
     context: Vec<ContextEntry>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct SwitchSection {
     name: String,
@@ -161,23 +268,30 @@ struct SwitchSection {
     ip: String,
     #[serde(default)]
     addresses: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     arena_bytes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     retransmit_timeout_us: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     max_contexts: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     max_endpoints: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     max_group_size: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     tx_queue_frames: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     send_cnp: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct PortEntry {
     index: u16,
     interface: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct RouteEntry {
     prefix: String,
@@ -185,13 +299,14 @@ struct RouteEntry {
     next_hop_mac: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct ContextEntry {
     group: u32,
     mode: String,
     ranks: u16,
     endpoints: Vec<EndpointEntry>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     parent: Option<u16>,
     route: Vec<u16>,
     slots: u32,
@@ -202,6 +317,7 @@ struct ContextEntry {
     reproducible: bool,
     #[serde(default)]
     start_psn: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pattern: Option<String>,
 }
 
@@ -209,7 +325,7 @@ fn one() -> u32 {
     1
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct EndpointEntry {
     port: u16,

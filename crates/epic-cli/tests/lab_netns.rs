@@ -1,0 +1,185 @@
+//! `epic lab --netns` on real namespaces (root only; skipped with a printed
+//! reason otherwise): the Tree-3-2 matrix of the three modes at 1 MiB with
+//! 1 % loss on every link, correct, and nothing left behind; an
+//! interrupted run that removes everything; the refusal without root.
+//!
+//! SPEC: [LAB-006] [LAB-007] [LAB-008] [COMM-021] [SW-032]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn epic() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_epic"))
+}
+
+fn root_or_skip(test: &str) -> bool {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        eprintln!("skipped: {test} needs root (network namespaces, raw sockets)");
+        return false;
+    }
+    for (tool, flag) in [("ip", "-V"), ("ethtool", "--version"), ("nft", "--version")] {
+        if !Command::new(tool)
+            .arg(flag)
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            eprintln!("skipped: {test} needs `{tool}` (the README's test command installs it)");
+            return false;
+        }
+    }
+    true
+}
+
+/// The namespaces whose names start with `epic-lab-<pid>-`.
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let prefix = format!("epic-lab-{pid}-");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+fn rows(o: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// [LAB-006] [LAB-008] [COMM-021] Tree-3-2 in namespaces, Modes I–III,
+/// all six collectives at 1 MiB with 1 % loss on both directions of every
+/// link (the kernel's faults): every row correct; afterwards no namespace
+/// of the run is left. [LAB-007]
+#[test]
+fn three_modes_at_one_mib_with_one_percent_loss() {
+    if !root_or_skip("three_modes_at_one_mib_with_one_percent_loss") {
+        return;
+    }
+    let child = epic()
+        .args([
+            "lab", "--netns", "--mode", "1,2,3", "--sizes", "1M", "--iters", "2", "--loss", "0.01",
+            "--format", "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let rows = rows(&o);
+    assert_eq!(rows.len(), 3 * 6, "{rows:?}");
+    for r in &rows {
+        assert_eq!(r["correct"], true, "{r}");
+        assert_ne!(r["mode"], "host");
+    }
+    for c in epic_lab::COLLECTIVES {
+        assert_eq!(
+            rows.iter().filter(|r| r["collective"] == c.name()).count(),
+            3,
+            "{c:?}"
+        );
+    }
+    assert!(
+        rows.iter().any(|r| r["retransmissions"].as_u64() > Some(0)),
+        "1 % loss and not one retransmission: were the faults on?"
+    );
+    assert_eq!(namespaces_of(pid), Vec::<String>::new());
+}
+
+/// [LAB-007] SIGINT in the middle of a run: exit status 130, and the
+/// run's namespaces and switch processes are gone.
+#[test]
+fn an_interrupted_run_leaves_nothing_behind() {
+    if !root_or_skip("an_interrupted_run_leaves_nothing_behind") {
+        return;
+    }
+    let child = epic()
+        .args([
+            "lab", "--netns", "--mode", "host", "--sizes", "4M", "--iters", "1000", "--format",
+            "json",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until the switches run in the run's namespaces.
+    let until = Instant::now() + Duration::from_secs(60);
+    let mut switch_pids = Vec::new();
+    while Instant::now() < until && switch_pids.len() < 3 {
+        switch_pids.clear();
+        for ns in namespaces_of(pid).iter().filter(|n| n.contains("-sw")) {
+            let out = Command::new("ip")
+                .args(["netns", "pids", ns])
+                .output()
+                .unwrap();
+            switch_pids.extend(
+                String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .map(str::to_string),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(switch_pids.len(), 3, "the switches did not start");
+    // Let it run a moment, then interrupt it.
+    std::thread::sleep(Duration::from_millis(500));
+    Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(namespaces_of(pid), Vec::<String>::new());
+    for p in &switch_pids {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z"),
+            "switch process {p} still runs: {stat}"
+        );
+    }
+}
+
+/// [LAB-007] Without root the lab refuses before touching anything,
+/// saying why (as root: run as `nobody` through setpriv).
+#[test]
+fn without_root_it_refuses_and_says_why() {
+    let args = ["lab", "--netns", "--sizes", "4K", "--iters", "1"];
+    let o = if root_or_skip("without_root_it_refuses_and_says_why (as nobody)") {
+        let Ok(o) = Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+            ])
+            .arg(env!("CARGO_BIN_EXE_epic"))
+            .args(args)
+            .output()
+        else {
+            eprintln!("skipped: setpriv (util-linux) is missing");
+            return;
+        };
+        o
+    } else {
+        epic().args(args).output().unwrap()
+    };
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--netns needs root"), "{stderr}");
+}

@@ -1,0 +1,71 @@
+//! `epic lab --netns`: the lab on real Linux network namespaces. One
+//! namespace per switch and per host, veth pairs for the tree's links,
+//! one `epic switch` process per switch on raw sockets, the ranks'
+//! communicators on kernel UDP sockets opened inside the host namespaces,
+//! faults from the kernel on the links, and everything removed however
+//! the run ends.
+
+mod cmd;
+mod faults;
+mod lab;
+mod ranks;
+mod switches;
+mod teardown;
+mod topo;
+
+pub(crate) use faults::NetnsFaults;
+pub(crate) use lab::NetnsLab;
+pub(crate) use switches::SwitchProcs;
+
+/// Why the namespace lab could not be built or run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NetnsError {
+    /// Namespaces, veths and raw sockets need root.
+    #[error("--netns needs root (CAP_SYS_ADMIN for namespaces, CAP_NET_RAW for the switches' raw sockets); run it as root or with sudo")]
+    NotRoot,
+    /// A tool the lab runs is not installed.
+    #[error("--netns needs `{tool}`, which is not installed (Debian: apt-get install {package})")]
+    MissingTool {
+        /// The command.
+        tool: &'static str,
+        /// The Debian package that has it.
+        package: &'static str,
+    },
+    /// A command failed.
+    #[error("`{command}` failed: {message}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// What it printed on stderr (or why it did not run).
+        message: String,
+    },
+    /// A switch process did not start or stopped.
+    #[error("switch {name}: {message}")]
+    Switch {
+        /// The switch.
+        name: String,
+        /// What happened, with its log's last lines.
+        message: String,
+    },
+    /// A rank's socket could not be opened in its namespace.
+    #[error("rank {rank}: {message}")]
+    Rank {
+        /// The rank.
+        rank: usize,
+        /// Why.
+        message: String,
+    },
+    /// The faults asked for cannot be put on this machine's links.
+    #[error("{0}")]
+    Unsupported(String),
+    /// Writing the fault rules failed.
+    #[error("putting faults on the links: {0}")]
+    Faults(String),
+    /// A file of the run directory.
+    #[error("run directory: {0}")]
+    Io(String),
+    /// The tree description is inconsistent (a bug).
+    #[error("topology: {0}")]
+    Topology(String),
+}
