@@ -245,6 +245,11 @@ pub(crate) fn run(args: &LabArgs) -> ExitCode {
         }
     });
     bar.finish_and_clear();
+    if let (Format::Table, Ok(rows)) = (args.format, &result) {
+        if let Err(e) = epic_lab::write_comparison(&mut out, rows).and_then(|_| out.flush()) {
+            write_error.get_or_insert(e);
+        }
+    }
     if let Some(e) = write_error {
         if e.kind() != io::ErrorKind::BrokenPipe {
             eprintln!("epic lab: writing the results: {e}");

@@ -183,3 +183,55 @@ fn without_root_it_refuses_and_says_why() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--netns needs root"), "{stderr}");
 }
+
+/// [LAB-009] Both MPI baselines run on the same namespaces after the EPIC
+/// mode, every output correct, and the table ends with the speedups.
+#[test]
+fn mpi_baselines_run_beside_epic() {
+    if !root_or_skip("mpi_baselines_run_beside_epic") {
+        return;
+    }
+    if !Command::new("mpicc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped: mpi_baselines_run_beside_epic needs OpenMPI (apt-get install openmpi-bin libopenmpi-dev)");
+        return;
+    }
+    let o = epic()
+        .args([
+            "lab",
+            "--netns",
+            "--mode",
+            "2",
+            "--sizes",
+            "4K,64K",
+            "--iters",
+            "2",
+            "--baseline",
+            "mpi,mpi-kernel",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for mode in ["2 ", "mpi ", "mpi-kernel "] {
+        // Five sized collectives at two sizes, and Barrier.
+        let n = text.lines().filter(|l| l.starts_with(mode)).count();
+        assert_eq!(n, 11, "{mode:?} rows in\n{text}");
+    }
+    assert!(!text.contains(" NO "), "{text}");
+    assert!(text.contains("# EPIC against the baselines"), "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("mpi-kernel ") && l.contains("x)"))
+            .count(),
+        11,
+        "{text}"
+    );
+}

@@ -241,6 +241,17 @@ pub enum ConfigError {
     /// The host timeout exponent is out of range.
     #[error("host timeout exponent {0} is not within 1..=31")]
     HostTimeout(u8),
+    /// The MPI baseline runs FP32 sums only.
+    #[error("the MPI baseline runs fp32 sum; this run asks for {dtype} {op}")]
+    Baseline {
+        /// The element type asked for.
+        dtype: &'static str,
+        /// The op asked for.
+        op: &'static str,
+    },
+    /// Namespace settings without `--netns`.
+    #[error("{0} needs the namespace lab (--netns)")]
+    NeedsNetns(&'static str),
     /// Zero iterations, messages or window.
     #[error("{0} must be at least 1")]
     Zero(&'static str),
@@ -287,6 +298,15 @@ impl LabConfig {
         }
         if self.switch_timeout_us == Some(0) {
             return Err(ConfigError::Zero("switch_timeout_us"));
+        }
+        if let Some(o) = &self.netns {
+            let fp32_sum = self.dtype == DataType::Fp32 && self.op == ReduceOp::Sum;
+            if !o.baselines.is_empty() && !fp32_sum {
+                return Err(ConfigError::Baseline {
+                    dtype: self.dtype.name(),
+                    op: self.op.name(),
+                });
+            }
         }
         if ![256, 512, 1024, 2048, 4096].contains(&self.mtu) {
             return Err(ConfigError::Mtu(self.mtu));

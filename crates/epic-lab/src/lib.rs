@@ -22,7 +22,8 @@ pub use config::{
 };
 pub use netns::NetnsError;
 pub use report::{
-    quantile, write_json, write_table, write_table_header, write_table_row, Row, ROW_FIELDS,
+    quantile, write_comparison, write_json, write_table, write_table_header, write_table_row, Row,
+    ROW_FIELDS,
 };
 pub use run::{describe, run, total_iterations, Event};
 pub use session::Session;

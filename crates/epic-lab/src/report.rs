@@ -102,7 +102,7 @@ fn size_label(bytes: u64) -> String {
 pub fn write_table_header(out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
-        "{:<5} {:<15} {:<6} {:<4} {:>6} {:>5} {:>7} {:>11} {:>11} {:>11} {:>8} {:>7}",
+        "{:<10} {:<15} {:<6} {:<4} {:>6} {:>5} {:>7} {:>11} {:>11} {:>11} {:>8} {:>7}",
         "mode",
         "collective",
         "dtype",
@@ -122,7 +122,7 @@ pub fn write_table_header(out: &mut impl Write) -> io::Result<()> {
 pub fn write_table_row(out: &mut impl Write, r: &Row) -> io::Result<()> {
     writeln!(
         out,
-        "{:<5} {:<15} {:<6} {:<4} {:>6} {:>5} {:>7} {:>11.1} {:>11.1} {:>11.3} {:>8} {:>7}",
+        "{:<10} {:<15} {:<6} {:<4} {:>6} {:>5} {:>7} {:>11.1} {:>11.1} {:>11.3} {:>8} {:>7}",
         r.mode,
         r.collective,
         r.dtype,
@@ -138,6 +138,57 @@ pub fn write_table_row(out: &mut impl Write, r: &Row) -> io::Result<()> {
     )?;
     if let Some(e) = &r.error {
         writeln!(out, "      error: {e}")?;
+    }
+    Ok(())
+}
+
+/// The modes of baseline rows.
+const BASELINES: [&str; 2] = ["mpi", "mpi-kernel"];
+
+/// Prints, for every EPIC row that has a baseline row of the same
+/// collective and size, the baselines' p50 and EPIC's speedup over each
+/// (baseline p50 / EPIC p50; above 1: EPIC is faster). Prints nothing
+/// when `rows` has no baseline row. [LAB-009]
+pub fn write_comparison(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
+    let is_baseline = |r: &&Row| BASELINES.contains(&r.mode.as_str());
+    if !rows.iter().any(|r| is_baseline(&r)) {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\n# EPIC against the baselines (speedup = baseline p50 / EPIC p50)"
+    )?;
+    writeln!(
+        out,
+        "{:<15} {:>6} {:<5} {:>11}   baseline p50 us (speedup)",
+        "collective", "size", "mode", "p50 us"
+    )?;
+    for r in rows.iter().filter(|r| !is_baseline(r)) {
+        let against: Vec<String> = rows
+            .iter()
+            .filter(is_baseline)
+            .filter(|b| b.collective == r.collective && b.bytes == r.bytes)
+            .map(|b| {
+                let speedup = if r.p50_us > 0.0 {
+                    b.p50_us / r.p50_us
+                } else {
+                    0.0
+                };
+                format!("{} {:.1} ({speedup:.2}x)", b.mode, b.p50_us)
+            })
+            .collect();
+        if against.is_empty() {
+            continue;
+        }
+        writeln!(
+            out,
+            "{:<15} {:>6} {:<5} {:>11.1}   {}",
+            r.collective,
+            size_label(r.bytes),
+            r.mode,
+            r.p50_us,
+            against.join("   ")
+        )?;
     }
     Ok(())
 }
@@ -197,5 +248,31 @@ mod tests {
         write_table(&mut table, &[row()]).unwrap();
         let t = String::from_utf8(table).unwrap();
         assert!(t.contains("4K") && t.contains("yes"), "{t}");
+    }
+
+    /// [LAB-009] Every EPIC row with a baseline of the same point gets
+    /// its speedup; without baselines nothing is printed.
+    #[test]
+    fn comparison_divides_baseline_by_epic() {
+        let mut out = Vec::new();
+        write_comparison(&mut out, &[row()]).unwrap();
+        assert!(out.is_empty());
+        let mpi = Row {
+            mode: "mpi".into(),
+            p50_us: 125.0,
+            ..row()
+        };
+        let other_size = Row {
+            bytes: 8192,
+            ..row()
+        };
+        write_comparison(&mut out, &[row(), other_size, mpi]).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(t.contains("mpi 125.0 (2.50x)"), "{t}");
+        assert_eq!(
+            t.lines().filter(|l| l.contains("(2.50x)")).count(),
+            1,
+            "{t}"
+        );
     }
 }

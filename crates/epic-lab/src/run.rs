@@ -11,7 +11,7 @@ use netsim::inc::IncTree;
 use crate::case::Case;
 use crate::cluster::LabCluster;
 use crate::config::{LabConfig, LabMode};
-use crate::netns::{NetnsFaults, NetnsLab};
+use crate::netns::{run_baseline, NetnsFaults, NetnsLab};
 use crate::report::{quantile, Row};
 use crate::LabError;
 
@@ -31,7 +31,8 @@ pub enum Event<'a> {
 /// bar).
 pub fn total_iterations(cfg: &LabConfig) -> u64 {
     let per_row = u64::from(cfg.warmup) + u64::from(cfg.iters);
-    cfg.modes.len() as u64 * cfg.points().len() as u64 * per_row
+    let baselines = cfg.netns.as_ref().map_or(0, |o| o.baselines.len());
+    (cfg.modes.len() + baselines) as u64 * cfg.points().len() as u64 * per_row
 }
 
 /// One line that says what the sweep runs.
@@ -132,6 +133,19 @@ pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, L
         }
         if let Some((rt, _, Some(c))) = current.take() {
             rt.block_on(c.shutdown());
+        }
+    }
+    if let (Some(net), Some(o)) = (net.as_mut(), cfg.netns.as_ref()) {
+        let per_row = cfg.warmup + cfg.iters;
+        for &b in &o.baselines {
+            for row in run_baseline(cfg, net, b)? {
+                let label = format!("{} {} {}", row.mode, row.collective, row.bytes);
+                for _ in 0..per_row {
+                    on(Event::Iteration { label: &label });
+                }
+                on(Event::Row(&row));
+                rows.push(row);
+            }
         }
     }
     Ok(rows)

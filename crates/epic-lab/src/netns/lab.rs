@@ -121,6 +121,17 @@ impl NetnsLab {
         )
     }
 
+    /// Hands forwarding to the switch namespaces' kernels.
+    pub(crate) fn kernel_forwarding(&mut self) -> Result<(), NetnsError> {
+        self.topo.set_forwarding(Forwarding::Kernel)
+    }
+
+    /// The run directory (switch configurations and logs, the MPI
+    /// benchmark).
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Opens rank `r`'s UDP socket in its namespace.
     pub(crate) fn bind_rank(&self, r: usize) -> Result<UdpPorts, NetnsError> {
         let tree = &self.topo.tree;

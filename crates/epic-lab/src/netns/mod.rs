@@ -5,14 +5,17 @@
 //! faults from the kernel on the links, and everything removed however
 //! the run ends.
 
+mod baseline;
 mod cmd;
 mod faults;
 mod lab;
+mod mpi;
 mod ranks;
 mod switches;
 mod teardown;
 mod topo;
 
+pub(crate) use baseline::run_baseline;
 pub(crate) use faults::NetnsFaults;
 pub(crate) use lab::NetnsLab;
 pub(crate) use switches::SwitchProcs;
@@ -65,6 +68,9 @@ pub enum NetnsError {
     /// A file of the run directory.
     #[error("run directory: {0}")]
     Io(String),
+    /// The MPI baseline could not run.
+    #[error("MPI baseline: {0}")]
+    Mpi(String),
     /// The tree description is inconsistent (a bug).
     #[error("topology: {0}")]
     Topology(String),
