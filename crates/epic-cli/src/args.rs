@@ -178,7 +178,8 @@ impl QpsArg {
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {
-    /// An aligned table.
+    /// An aligned table (`text` is another name for it).
+    #[value(alias = "text")]
     Table,
     /// JSON Lines: one object per (mode, collective, size).
     Json,

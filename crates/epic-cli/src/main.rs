@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod args;
+mod bench;
 mod capture;
 mod decode;
 mod lab;
@@ -24,6 +25,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Measure what this machine can move: `epic bench link` is the raw
+    /// frame bound of one veth hop with the switch's I/O backend.
+    Bench(bench::BenchArgs),
     /// Decode a pcap/pcapng capture of RoCEv2/EPIC frames.
     Decode(decode::DecodeArgs),
     /// Stand up a whole cluster in this process (software switches on
@@ -41,6 +45,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
+        Command::Bench(args) => bench::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Lab(args) => lab::run(args),

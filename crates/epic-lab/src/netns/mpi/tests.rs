@@ -11,14 +11,7 @@ use epic_proto::wire::Collective;
 use super::launch::{self, find_in_path};
 use super::*;
 
-const SIX: [Collective; 6] = [
-    Collective::AllReduce,
-    Collective::Reduce,
-    Collective::Broadcast,
-    Collective::Barrier,
-    Collective::ReduceScatter,
-    Collective::AllGather,
-];
+const SIX: [Collective; 6] = crate::COLLECTIVES;
 
 fn hosts(n: u8) -> MpiHosts {
     MpiHosts {
