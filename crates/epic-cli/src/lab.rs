@@ -56,9 +56,9 @@ pub(crate) struct LabArgs {
     /// comma-separated (`1,2,3`).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
     mode: Vec<LabModeArg>,
-    /// The collective, or all six.
-    #[arg(long, value_enum, default_value = "all")]
-    collective: CollectiveArg,
+    /// The collective, several comma-separated, or all six.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    collective: Vec<CollectiveArg>,
     /// Element type.
     #[arg(long, value_enum, default_value = "fp32")]
     dtype: DtypeArg,
@@ -163,7 +163,15 @@ impl LabArgs {
                 }
                 modes
             },
-            collectives: self.collective.collectives().to_vec(),
+            collectives: {
+                let mut all = Vec::new();
+                for c in self.collective.iter().flat_map(|c| c.collectives().iter()) {
+                    if !all.contains(c) {
+                        all.push(*c);
+                    }
+                }
+                all
+            },
             dtype: self.dtype.wire(),
             op: self.op.wire(),
             root: self.root,

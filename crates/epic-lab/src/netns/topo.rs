@@ -4,6 +4,7 @@
 //! sockets, or the kernel's own IPv4 forwarding (the MPI baseline's
 //! stronger variant). Everything is removed on drop. [LAB-006]
 
+use epic_proto::wire::EthernetAddress;
 use netsim::inc::{IncTree, PortPeer};
 
 use super::{cmd, teardown, NetnsError};
@@ -18,6 +19,23 @@ pub(crate) const HOST_IFACE: &str = "eth0";
 /// The interface of port `p` of a switch.
 pub(crate) fn port_iface(p: usize) -> String {
     format!("p{p}")
+}
+
+/// The MAC of switch `s`'s port `p` interface: not the switch's own MAC.
+/// The `epic switch` process receives promiscuously and sends with the
+/// switch's MAC; the namespace's kernel sees frames to the switch's MAC as
+/// meant for another host and drops them at once, instead of running each
+/// through its IPv4 input and route lookup (a quarter of a hop's cost).
+fn port_mac(s: usize, p: usize) -> EthernetAddress {
+    let [_, _, s_hi, s_lo] = u32::try_from(s).unwrap_or(u32::MAX).to_be_bytes();
+    EthernetAddress([
+        0x02,
+        0xee,
+        s_hi,
+        s_lo,
+        0,
+        u8::try_from(p).unwrap_or(u8::MAX),
+    ])
 }
 
 /// One end of a link: a namespace and an interface in it.
@@ -124,19 +142,13 @@ impl NetnsTopology {
                         )
                     }
                     // Each switch-to-switch link once, from its lower end.
-                    PortPeer::Switch(o, their) if o > s => {
-                        let other = tree
-                            .switches
-                            .get(o)
-                            .ok_or_else(|| NetnsError::Topology(format!("no switch {o}")))?;
-                        (
-                            LinkEnd {
-                                ns: self.ns_of_switch(o)?,
-                                iface: port_iface(usize::from(their)),
-                            },
-                            other.mac,
-                        )
-                    }
+                    PortPeer::Switch(o, their) if o > s => (
+                        LinkEnd {
+                            ns: self.ns_of_switch(o)?,
+                            iface: port_iface(usize::from(their)),
+                        },
+                        port_mac(o, usize::from(their)),
+                    ),
                     PortPeer::Switch(..) => continue,
                 };
                 cmd::run(
@@ -157,7 +169,7 @@ impl NetnsTopology {
                     ],
                 )?;
                 let mtu = LINK_MTU.to_string();
-                for (end, mac) in [(&here, sw.mac), (&there, there_mac)] {
+                for (end, mac) in [(&here, port_mac(s, p)), (&there, there_mac)] {
                     let mac = mac.to_string();
                     cmd::ip_in(
                         &end.ns,
@@ -257,6 +269,11 @@ impl NetnsTopology {
                     }
                 }
             }
+        }
+        // The hosts learnt the switch's MAC from `epic switch`'s ARP
+        // replies, the kernels the ports' own: forget both.
+        for ns in self.switch_ns.iter().chain(&self.host_ns) {
+            cmd::ip_in(ns, &["neigh", "flush", "all"])?;
         }
         self.forwarding = f;
         Ok(())
