@@ -71,7 +71,8 @@ pub(crate) struct MpiResult {
     /// ReduceScatter and AllGather); 0 for Barrier.
     pub(crate) bytes: u64,
     /// Latency quantiles (nearest rank) of the measured iterations; an
-    /// iteration's latency is the slowest rank's.
+    /// iteration runs from the first rank's start to the last rank's
+    /// completion.
     pub(crate) p50_us: f64,
     pub(crate) p99_us: f64,
     pub(crate) iters: u32,
