@@ -235,3 +235,39 @@ fn mpi_baselines_run_beside_epic() {
         "{text}"
     );
 }
+
+/// [LAB-007] [LAB-008] A run that fails after its namespaces exist still
+/// removes them: reordering needs netem, which a kernel may lack (then
+/// the run is refused, exit 2, naming netem); with netem it runs.
+#[test]
+fn a_failed_run_leaves_nothing_behind() {
+    if !root_or_skip("a_failed_run_leaves_nothing_behind") {
+        return;
+    }
+    let child = epic()
+        .args([
+            "lab",
+            "--netns",
+            "--mode",
+            "2",
+            "--collective",
+            "barrier",
+            "--iters",
+            "2",
+            "--reorder",
+            "0.01",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    match o.status.code() {
+        Some(0) => {}
+        Some(2) => assert!(stderr.contains("netem"), "{stderr}"),
+        other => panic!("exit {other:?}: {stderr}"),
+    }
+    assert_eq!(namespaces_of(pid), Vec::<String>::new());
+}

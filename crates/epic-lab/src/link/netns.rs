@@ -3,9 +3,9 @@
 //! drops: on success, on error and while a panic unwinds.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use super::LinkBenchError;
+use crate::netns::{cmd, teardown};
 
 /// The prefix of the namespaces' names: `epic-link-<pid>-a` and `-b`.
 pub(super) const NETNS_PREFIX: &str = "epic-link-";
@@ -17,54 +17,28 @@ pub(super) const RECEIVER_IF: &str = "epic-b";
 
 /// Checks that `ip` runs.
 pub(super) fn check_ip() -> Result<(), LinkBenchError> {
-    let out = Command::new("ip")
-        .arg("-V")
-        .output()
-        .map_err(|source| LinkBenchError::Tool { tool: "ip", source })?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(LinkBenchError::Ip {
-            args: "-V".to_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        })
-    }
+    run_ip(&["-V"])
 }
 
 /// Runs `ip ARGS...`.
 fn run_ip(args: &[&str]) -> Result<(), LinkBenchError> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|source| LinkBenchError::Tool { tool: "ip", source })?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(LinkBenchError::Ip {
+    match cmd::output("ip", args) {
+        Err(_) => Err(LinkBenchError::Tool {
+            tool: "ip",
+            source: std::io::ErrorKind::NotFound.into(),
+        }),
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(LinkBenchError::Ip {
             args: args.join(" "),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        })
+        }),
     }
 }
 
 /// Deletes `epic-link-<pid>-*` namespaces whose process is gone (a run
-/// killed by a signal cannot clean up after itself).
+/// killed outright cannot clean up after itself).
 pub(super) fn sweep_stale() {
-    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
-        return;
-    };
-    let list = String::from_utf8_lossy(&out.stdout);
-    for name in list.lines().filter_map(|l| l.split_whitespace().next()) {
-        let Some(rest) = name.strip_prefix(NETNS_PREFIX) else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next() else {
-            continue;
-        };
-        if pid.parse::<u32>().is_ok() && !std::path::Path::new("/proc").join(pid).exists() {
-            let _ = Command::new("ip").args(["netns", "del", name]).output();
-        }
-    }
+    teardown::remove_stale(NETNS_PREFIX);
 }
 
 /// Namespaces `epic-link-<pid>-a` and `-b`, deleted on drop.
@@ -90,6 +64,8 @@ impl NetnsPair {
         pair.delete();
         for name in &pair.names {
             run_ip(&["netns", "add", name])?;
+            // Removed by the lab's signal handler on Ctrl-C, too.
+            teardown::add_namespace(name);
         }
         Ok(pair)
     }
@@ -133,9 +109,7 @@ impl NetnsPair {
     }
 
     fn delete(&self) {
-        for name in &self.names {
-            let _ = Command::new("ip").args(["netns", "del", name]).output();
-        }
+        teardown::remove_namespaces(&self.names);
     }
 }
 

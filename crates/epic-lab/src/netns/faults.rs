@@ -110,7 +110,14 @@ fn percent(p: f64) -> String {
 }
 
 fn netem(end: &LinkEnd, f: &NetnsFaults) -> Result<(), NetnsError> {
-    let mut args: Vec<String> = ["qdisc", "replace", "dev", &end.iface, "root", "netem"]
+    let args = netem_args(&end.iface, f);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    cmd::exec_in(&end.ns, "tc", &args).map(drop)
+}
+
+/// `tc` arguments that put `f` on `iface`'s egress.
+fn netem_args(iface: &str, f: &NetnsFaults) -> Vec<String> {
+    let mut args: Vec<String> = ["qdisc", "replace", "dev", iface, "root", "netem"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -134,8 +141,7 @@ fn netem(end: &LinkEnd, f: &NetnsFaults) -> Result<(), NetnsError> {
         args.extend(["reorder".into(), percent(f.faults.reorder)]);
     }
     args.extend(["limit".into(), "100000".into()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    cmd::exec_in(&end.ns, "tc", &args).map(drop)
+    args
 }
 
 /// Per million: `numgen random mod 1000000 < n` is true with probability
@@ -225,6 +231,33 @@ mod tests {
         assert_eq!(a, choose(&links, Some(2), 7));
         assert_ne!(a[0], a[1]);
         assert_eq!(choose(&links, Some(99), 7).len(), 6);
+    }
+
+    /// [LAB-008] netem gets every fault, and a delay to reorder behind.
+    #[test]
+    fn netem_arguments() {
+        let f = NetnsFaults {
+            faults: LinkFaults {
+                loss: 0.01,
+                reorder: 0.05,
+                duplicate: 0.002,
+            },
+            delay_us: 0,
+        };
+        assert_eq!(
+            netem_args("p1", &f).join(" "),
+            "qdisc replace dev p1 root netem delay 100us loss 1.0000% duplicate 0.2000% reorder 5.0000% limit 100000"
+        );
+        let f = NetnsFaults {
+            faults: LinkFaults::NONE,
+            delay_us: 250,
+        };
+        assert_eq!(
+            netem_args("eth0", &f).join(" "),
+            "qdisc replace dev eth0 root netem delay 250us limit 100000"
+        );
+        assert!(check(FaultBackend::Nftables, &f).is_err());
+        assert!(check(FaultBackend::Netem, &f).is_ok());
     }
 
     #[test]

@@ -62,7 +62,7 @@ impl NetnsLab {
                 message: format!("the epic binary {} does not exist", exe.display()),
             });
         }
-        teardown::remove_stale();
+        teardown::remove_stale(teardown::NS_PREFIX);
         static RUNS: AtomicU32 = AtomicU32::new(0);
         let tag = RUNS.fetch_add(1, Ordering::Relaxed).to_string();
         let (dir, own_dir) = match capture {

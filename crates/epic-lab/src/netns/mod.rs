@@ -6,13 +6,13 @@
 //! the run ends.
 
 mod baseline;
-mod cmd;
+pub(crate) mod cmd;
 mod faults;
 mod lab;
 mod mpi;
 mod ranks;
 mod switches;
-mod teardown;
+pub(crate) mod teardown;
 mod topo;
 
 pub(crate) use baseline::run_baseline;

@@ -58,19 +58,22 @@ pub(crate) fn remove_namespaces(names: &[String]) {
     }
 }
 
-/// Removes the namespaces of earlier labs whose process is gone (a lab
-/// killed with SIGKILL cannot clean up after itself).
-pub(crate) fn remove_stale() {
+/// Removes the namespaces named `<prefix><pid>-…` whose process is gone
+/// (a lab killed with SIGKILL cannot clean up after itself).
+pub(crate) fn remove_stale(prefix: &str) {
     let Ok(list) = cmd::run("ip", &["netns", "list"]) else {
         return;
     };
     for line in list.lines() {
         let name = line.split_whitespace().next().unwrap_or_default();
-        let Some(rest) = name.strip_prefix(NS_PREFIX) else {
+        let Some(rest) = name.strip_prefix(prefix) else {
             continue;
         };
         let pid = rest.split('-').next().unwrap_or_default();
-        let alive = !pid.is_empty() && Path::new("/proc").join(pid).exists();
+        if pid.parse::<u32>().is_err() {
+            continue;
+        }
+        let alive = Path::new("/proc").join(pid).exists();
         if !alive {
             delete_namespace(name);
         }
