@@ -3,6 +3,7 @@
 
 use epic_io::{Clock, FramePorts};
 use epic_proto::engine::aggregate::{ElemType, Op};
+use epic_proto::wire::DataType;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::call::{CallSpec, Kind};
@@ -12,6 +13,24 @@ use crate::element::{encode_into, Element};
 use crate::error::{ArgError, CommError, GroupError};
 use crate::stats::CommStats;
 use crate::task::{self, Command, Done};
+
+/// With INC, ReduceScatter and AllGather of at most this many bytes (the
+/// whole vector: ReduceScatter's input, AllGather's output) run as one
+/// AllReduce instead of K Reduce or Broadcast invocations one after the
+/// other: below it the K invocations' latency, not the data, is the
+/// cost. [COMM-005]
+pub const SMALL_AS_ALL_REDUCE: usize = 64 << 10;
+
+/// The wire encoding of the element the Sum leaves every value unchanged
+/// with, bit for bit: negative zero for the floating types (x + (−0) = x,
+/// −0 included, where +0 would turn −0 into +0), 0 for INT32.
+fn sum_identity(size: usize, dtype: DataType) -> &'static [u8] {
+    match (dtype, size) {
+        (DataType::Int32, _) => &[0, 0, 0, 0],
+        (_, 2) => &[0x80, 0],
+        _ => &[0x80, 0, 0, 0],
+    }
+}
 
 /// Commands queued toward the progress task.
 const COMMAND_QUEUE: usize = 16;
@@ -168,6 +187,20 @@ impl Communicator {
             .into());
         }
         same_len("recv", send.len() / k, recv.len())?;
+        if self.uses_inc && send.len().saturating_mul(E::WIRE_SIZE) <= SMALL_AS_ALL_REDUCE {
+            // One AllReduce of the whole vector, this rank's block kept.
+            // [COMM-005]
+            let spec = self.spec::<E>(Kind::AllReduce, Some(op), 0, send.len())?;
+            let input = self.encode(send);
+            let mut whole = vec![E::default(); send.len()];
+            self.call(spec, input, &mut whole).await?;
+            let at = usize::from(self.rank).saturating_mul(recv.len());
+            let mine = whole
+                .get(at..at.saturating_add(recv.len()))
+                .ok_or(GroupError::Failed("the output has the wrong length"))?;
+            recv.copy_from_slice(mine);
+            return Ok(());
+        }
         let spec = self.spec::<E>(Kind::ReduceScatter, Some(op), 0, recv.len())?;
         let input = self.encode(send);
         self.call(spec, input, recv).await
@@ -187,6 +220,24 @@ impl Communicator {
                 elements: send.len(),
             })?;
         same_len("recv", want, recv.len())?;
+        if self.uses_inc && want.saturating_mul(E::WIRE_SIZE) <= SMALL_AS_ALL_REDUCE {
+            // One AllReduce (Sum) of the whole vector: this rank's block in
+            // its place, the sum's identity everywhere else. [COMM-005]
+            let spec = self.spec::<E>(Kind::AllReduce, Some(Op::Sum), 0, want)?;
+            let mut input = std::mem::take(&mut self.spare);
+            input.clear();
+            let identity = sum_identity(E::WIRE_SIZE, E::DATA_TYPE);
+            for _ in 0..want {
+                input.extend_from_slice(identity);
+            }
+            let at = usize::from(self.rank)
+                .saturating_mul(send.len())
+                .saturating_mul(E::WIRE_SIZE);
+            if let Some(block) = input.get_mut(at..) {
+                E::encode(send, block);
+            }
+            return self.call(spec, input, recv).await;
+        }
         let spec = self.spec::<E>(Kind::AllGather, None, 0, send.len())?;
         let input = self.encode(send);
         self.call(spec, input, recv).await

@@ -40,7 +40,7 @@ mod fallback;
 mod stats;
 mod task;
 
-pub use comm::Communicator;
+pub use comm::{Communicator, SMALL_AS_ALL_REDUCE};
 pub use config::{CommConfig, FallbackTuning, IncSetup, FALLBACK_QPN_BASE};
 pub use element::{Element, Op};
 pub use error::{ArgError, CommError, GroupError, PoisonCause, TransportError};
