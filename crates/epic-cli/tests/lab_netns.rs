@@ -47,6 +47,19 @@ fn namespaces_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// Runs `epic ARGS…` to the end; returns its pid (which names its
+/// namespaces) and what it did.
+fn run_epic(args: &[&str]) -> (u32, Output) {
+    let child = epic()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    (pid, child.wait_with_output().unwrap())
+}
+
 fn rows(o: &Output) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(&o.stdout)
         .lines()
@@ -63,17 +76,10 @@ fn three_modes_at_one_mib_with_one_percent_loss() {
     if !root_or_skip("three_modes_at_one_mib_with_one_percent_loss") {
         return;
     }
-    let child = epic()
-        .args([
-            "lab", "--netns", "--mode", "1,2,3", "--sizes", "1M", "--iters", "2", "--loss", "0.01",
-            "--format", "json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let o = child.wait_with_output().unwrap();
+    let (pid, o) = run_epic(&[
+        "lab", "--netns", "--mode", "1,2,3", "--sizes", "1M", "--iters", "2", "--loss", "0.01",
+        "--format", "json",
+    ]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     let rows = rows(&o);
