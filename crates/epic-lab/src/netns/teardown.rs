@@ -165,11 +165,11 @@ fn start_signal_thread() {
                     _ = hup.recv() => {}
                 }
             });
-            eprintln!("\nepic lab: interrupted; removing the lab's namespaces and processes");
+            eprintln!("\nepic: interrupted; removing the namespaces and processes it made");
             remove_everything();
             std::process::exit(130);
         });
     if let Err(e) = spawned {
-        eprintln!("epic lab: cannot watch for signals ({e}); Ctrl-C may leave namespaces behind");
+        eprintln!("epic: cannot watch for signals ({e}); Ctrl-C may leave namespaces behind");
     }
 }
