@@ -169,8 +169,8 @@ pub(crate) fn comm_config(tree: &IncTree, r: usize, cfg: &LabConfig, mode: LabMo
 }
 
 /// `ports`, captured into `dir` under `name` when asked.
-fn maybe_capture(
-    ports: MemPorts,
+fn maybe_capture<P: FramePorts + 'static>(
+    ports: P,
     dir: Option<&Path>,
     name: &str,
 ) -> Result<Box<dyn FramePorts>, LabError> {
@@ -209,13 +209,7 @@ impl LabCluster {
         let dir = cfg.capture.as_deref();
         let mut comms = Vec::new();
         for r in 0..tree.hosts.len() {
-            let p = net.bind_rank(r)?;
-            let p: Box<dyn FramePorts> = match dir {
-                Some(d) => Box::new(
-                    CapturePorts::new(p, d, &format!("rank{r}")).map_err(LabError::capture)?,
-                ),
-                None => Box::new(p),
-            };
+            let p = maybe_capture(net.bind_rank(r)?, dir, &format!("rank{r}"))?;
             let cc = comm_config(&tree, r, cfg, mode);
             let c = Communicator::new(cc, p, clock).map_err(|e| LabError::Build(e.to_string()))?;
             comms.push(c);

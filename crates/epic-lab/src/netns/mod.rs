@@ -8,12 +8,12 @@
 mod baseline;
 pub(crate) mod cmd;
 mod faults;
-mod lab;
+pub(crate) mod lab;
 mod mpi;
 mod ranks;
 mod switches;
 pub(crate) mod teardown;
-mod topo;
+pub(crate) mod topo;
 
 pub(crate) use baseline::run_baseline;
 pub(crate) use faults::NetnsFaults;

@@ -10,6 +10,7 @@ use epic_proto::wire::Collective;
 
 use super::launch::{self, find_in_path};
 use super::*;
+use crate::netns::topo::{Forwarding, NetnsTopology};
 
 const SIX: [Collective; 6] = crate::COLLECTIVES;
 
@@ -179,80 +180,12 @@ fn bench_runs_as_a_singleton_and_rejects_bad_arguments() {
     }
 }
 
-/// Deletes every namespace of a topology on drop, even when the test fails.
-struct Topology {
-    router: String,
-    hosts: Vec<String>,
-}
-
-impl Drop for Topology {
-    fn drop(&mut self) {
-        for ns in self.hosts.iter().chain([&self.router]) {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
-    }
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().unwrap();
-    assert!(out.status.success(), "ip {args:?}: {out:?}");
-}
-
-/// Host r (namespace `<prefix>-h<r>`, 10.0.0.r/32 on `eth0`, MTU 9000)
-/// hangs off router namespace `<prefix>-r` (port `p<r>`, 10.0.1.r/32),
-/// which forwards between them.
-fn star(prefix: &str, n: u8) -> Topology {
-    let topo = Topology {
-        router: format!("{prefix}-r"),
-        hosts: (0..n).map(|r| format!("{prefix}-h{r}")).collect(),
-    };
-    for ns in topo.hosts.iter().chain([&topo.router]) {
-        let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        ip(&["netns", "add", ns]);
-        ip(&["-n", ns, "link", "set", "lo", "up"]);
-    }
-    let r = topo.router.as_str();
-    ip(&["netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"]);
-    for (i, h) in topo.hosts.iter().enumerate() {
-        let port = format!("p{i}");
-        let host_ip = format!("10.0.0.{i}");
-        let router_ip = format!("10.0.1.{i}");
-        ip(&[
-            "link", "add", "eth0", "netns", h, "type", "veth", "peer", "name", &port, "netns", r,
-        ]);
-        ip(&["-n", h, "link", "set", "eth0", "mtu", "9000", "up"]);
-        ip(&["-n", r, "link", "set", &port, "mtu", "9000", "up"]);
-        ip(&[
-            "-n",
-            h,
-            "addr",
-            "add",
-            &format!("{host_ip}/32"),
-            "dev",
-            "eth0",
-        ]);
-        ip(&[
-            "-n",
-            r,
-            "addr",
-            "add",
-            &format!("{router_ip}/32"),
-            "dev",
-            &port,
-        ]);
-        ip(&[
-            "-n",
-            r,
-            "route",
-            "add",
-            &format!("{host_ip}/32"),
-            "dev",
-            &port,
-        ]);
-        ip(&[
-            "-n", h, "route", "add", "default", "via", &router_ip, "dev", "eth0", "onlink",
-        ]);
-    }
+/// Tree-2-4 in namespaces: host r (10.0.0.r on `eth0`) behind port `p<r>`
+/// of one switch namespace whose kernel forwards; removed on drop.
+fn star() -> NetnsTopology {
+    let tree = netsim::inc::IncTree::new("tree-2-4".parse().unwrap()).unwrap();
+    let mut topo = NetnsTopology::build(&tree, "mpitest").unwrap();
+    topo.set_forwarding(Forwarding::Kernel).unwrap();
     topo
 }
 
@@ -270,14 +203,14 @@ fn counters(ns: &str, dev: &str) -> (u64, u64) {
     )
 }
 
-fn all_counters(topo: &Topology) -> Vec<[(u64, u64); 2]> {
-    topo.hosts
+fn all_counters(topo: &NetnsTopology) -> Vec<[(u64, u64); 2]> {
+    topo.host_ns
         .iter()
         .enumerate()
         .map(|(i, h)| {
             [
                 counters(h, "eth0"),
-                counters(&topo.router, &format!("p{i}")),
+                counters(&topo.switch_ns[0], &format!("p{i}")),
             ]
         })
         .collect()
@@ -289,16 +222,16 @@ fn all_counters(topo: &Topology) -> Vec<[(u64, u64); 2]> {
 /// process it started.
 #[test]
 fn mpi_runs_every_collective_through_a_router() {
-    if !epic_io::running_as_root() || find_in_path("ip").is_none() {
-        eprintln!("skipped: mpi_runs_every_collective_through_a_router needs root and iproute2");
+    if let Err(e) = crate::netns::lab::preflight() {
+        eprintln!("skipped: mpi_runs_every_collective_through_a_router: {e}");
         return;
     }
     let Some((_dir, bench)) = build_here("netns") else {
         return;
     };
-    let topo = star(&format!("epicmpi-{}", std::process::id()), 4);
+    let topo = star();
     let hosts = MpiHosts {
-        namespaces: topo.hosts.clone(),
+        namespaces: topo.host_ns.clone(),
         ips: (0..4).map(|r| Ipv4Addr::new(10, 0, 0, r)).collect(),
         iface: "eth0".to_string(),
     };
