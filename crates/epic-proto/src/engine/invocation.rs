@@ -341,6 +341,12 @@ impl InvocationTable {
                 return Err(EngineDropReason::UnsupportedInvocation);
             }
         }
+        // A range longer than half the PSN space has no before and after:
+        // its end could not be told from its start (2^24 − 1 packets end
+        // where they begin). [CTL-014]
+        if header.packet_count >= Psn::HALF {
+            return Err(EngineDropReason::UnsupportedInvocation);
+        }
         if header.first_psn != psn.next() || header.flags.quantized {
             return Err(if header.flags.quantized {
                 EngineDropReason::UnsupportedInvocation
@@ -543,6 +549,27 @@ mod tests {
         );
         assert_eq!(t.find(Psn::from_truncated(106)), Some(1));
         assert_eq!(t.get(1).unwrap().data_pattern, Pattern::ToEndpoint(1));
+    }
+
+    /// [CTL-014] A range longer than half the PSN space is refused: one
+    /// that wraps onto its own start made a pipe cursor skip it forever.
+    #[test]
+    fn ranges_longer_than_half_the_psn_space_are_refused() {
+        let route = [0u16, 1, 2, 2];
+        for packets in [Psn::HALF, 0x00ff_ffff, u32::MAX] {
+            let mut t = InvocationTable::new();
+            let h = header(Collective::AllReduce, 1, 100, packets);
+            assert_eq!(
+                t.control(&h, Psn::from_truncated(100), 0, &route, None),
+                Err(EngineDropReason::UnsupportedInvocation),
+                "{packets}"
+            );
+        }
+        let mut t = InvocationTable::new();
+        let h = header(Collective::AllReduce, 1, 100, Psn::HALF - 1);
+        assert!(t
+            .control(&h, Psn::from_truncated(100), 0, &route, None)
+            .is_ok());
     }
 
     /// [CTL-013] ReduceScatter/AllGather travel as K invocations.

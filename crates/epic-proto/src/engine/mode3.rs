@@ -352,6 +352,11 @@ impl Context {
     /// passes (Algorithm 2, lines 24–28). [M3-010] [M3-032]
     pub(crate) fn advance_pipe3(&mut self, io: &mut Io<'_>, id: PipeId) {
         let mut advanced = false;
+        // Skips over ranges the pipe does not carry: live invocations can
+        // cover the whole PSN space (two of 2^23 PSNs), so a pipe that
+        // carries none of them would go round for ever; each is skipped
+        // at most once per call.
+        let mut skips = 0;
         loop {
             let q = self.pipe(id).psn_start;
             let Some(inv) = self.invs.find(q).and_then(|s| self.invs.get(s)) else {
@@ -360,6 +365,10 @@ impl Context {
             let pattern = inv.pattern(q);
             let end = inv.end;
             if self.shape.fanin(pattern, id) == 0 {
+                skips += 1;
+                if skips > INVOCATION_SLOTS {
+                    break;
+                }
                 let [up, down] = &mut self.pipes;
                 let pipe = if id == PipeId::Up { up } else { down };
                 pipe.psn_start = end;
