@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod args;
 mod bench;
 mod capture;
+mod conformance;
 mod decode;
 mod lab;
 mod sim;
@@ -28,6 +29,9 @@ enum Command {
     /// Measure what this machine can move: `epic bench link` is the raw
     /// frame bound of one veth hop with the switch's I/O backend.
     Bench(bench::BenchArgs),
+    /// The conformance suite: run the cases against a device under test
+    /// (reference, exec:CMD, pcap:DIR) and report per requirement ID.
+    Conformance(conformance::ConformanceArgs),
     /// Decode a pcap/pcapng capture of RoCEv2/EPIC frames.
     Decode(decode::DecodeArgs),
     /// Stand up a whole cluster in this process (software switches on
@@ -38,7 +42,8 @@ enum Command {
     /// throughput (every result checked against a host-side reference).
     Sim(Box<sim::SimArgs>),
     /// Run an EPIC software switch on raw sockets, as a switch.toml
-    /// describes it, until SIGINT/SIGTERM.
+    /// describes it, until SIGINT/SIGTERM; or, with --stdio, as a device
+    /// under test for the conformance harness over stdin/stdout.
     Switch(switch::SwitchArgs),
 }
 
@@ -46,6 +51,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Bench(args) => bench::run(args),
+        Command::Conformance(args) => conformance::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Lab(args) => lab::run(args),

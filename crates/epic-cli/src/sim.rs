@@ -356,6 +356,7 @@ fn stats(cluster: &Cluster) -> RunStats {
                 s.switch_retransmits += c.tx_retransmits as f64;
                 s.switch_timeouts += c.timeouts as f64;
             }
+            IncNode::External(_) => {}
         }
     }
     s

@@ -1,14 +1,18 @@
-//! `epic switch --config switch.toml [--capture DIR] [--check]`: one EPIC
-//! software switch on raw sockets (one port per configured interface),
-//! until SIGINT or SIGTERM; then its counters. `--check` only validates
-//! the file. The switch itself is `incengine`.
+//! `epic switch --config switch.toml [--capture DIR] [--check | --stdio]`:
+//! one EPIC software switch on raw sockets (one port per configured
+//! interface), until SIGINT or SIGTERM; then its counters. `--check` only
+//! validates the file. `--stdio` serves the switch as a device under test
+//! over stdin/stdout in the conformance harness's framing, in virtual
+//! time. The switch itself is `incengine`.
 
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use epic_io::{CapturePorts, Clock, FramePorts, RawPorts};
-use incengine::{ConfigError, SwitchConfig, SwitchCounters, SwitchError, SwitchSpec};
+use incengine::{
+    ConfigError, FromDut, StdioError, SwitchConfig, SwitchCounters, SwitchError, SwitchSpec,
+};
 
 /// Arguments of `epic switch`.
 #[derive(Debug, clap::Args)]
@@ -22,8 +26,17 @@ pub(crate) struct SwitchArgs {
     capture: Option<PathBuf>,
     /// Validate the configuration and exit (0 valid, 2 not), opening
     /// nothing.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stdio")]
     check: bool,
+    /// Serve the switch as a device under test for the conformance
+    /// harness (`exec:` adapter): Ethernet frames in and out over
+    /// stdin/stdout, length-prefixed, in lockstep virtual time, port i
+    /// being the i-th `[[port]]`; opens no socket. Prints READY (or
+    /// REFUSED and exits 2 when the configuration cannot be installed),
+    /// exits 0 after END or end of input, 2 on a malformed message. Logs
+    /// go to stderr only. See docs/CONFORMANCE.md.
+    #[arg(long, conflicts_with = "capture")]
+    stdio: bool,
 }
 
 /// Why `epic switch` stopped.
@@ -41,14 +54,20 @@ enum SwitchCliError {
     Run(SwitchError),
     #[error("starting the tokio runtime: {0}")]
     Runtime(io::Error),
+    #[error("--stdio: {0}")]
+    Stdio(StdioError),
 }
 
 impl SwitchCliError {
     /// 2 when the switch could not start (bad file, ports, capture
     /// directory), 1 when it failed while running.
+    /// Under `--stdio`: 2 when the configuration was refused or the
+    /// harness sent a malformed message, 1 when writing to it failed.
     fn exit_code(&self) -> u8 {
         match self {
-            SwitchCliError::Run(_) | SwitchCliError::Runtime(_) => 1,
+            SwitchCliError::Run(_)
+            | SwitchCliError::Runtime(_)
+            | SwitchCliError::Stdio(StdioError::Output(_)) => 1,
             _ => 2,
         }
     }
@@ -70,6 +89,9 @@ pub(crate) fn run(args: &SwitchArgs) -> ExitCode {
 }
 
 fn switch(args: &SwitchArgs) -> Result<(), SwitchCliError> {
+    if args.stdio {
+        return stdio(&args.config);
+    }
     let cfg = SwitchConfig::load(&args.config)?;
     if args.check {
         let s = &cfg.spec;
@@ -125,4 +147,37 @@ async fn serve<P: FramePorts>(
     incengine::run_until_signal(handle)
         .await
         .map_err(SwitchCliError::Run)
+}
+
+/// `--stdio`: serves the switch over stdin/stdout in lockstep virtual
+/// time; the counters go to stderr, stdout carries only the framing.
+/// [CONF-032] [CONF-034]
+fn stdio(config: &Path) -> Result<(), SwitchCliError> {
+    let stdout = io::stdout().lock();
+    let cfg = match SwitchConfig::load(config) {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            // The harness waits for READY or REFUSED: a file that does not
+            // validate (a context that does not fit the arena included)
+            // is refused with the error's text.
+            refuse(stdout, &e.to_string());
+            return Err(e.into());
+        }
+    };
+    let ports = u16::try_from(cfg.interfaces.len()).unwrap_or(u16::MAX);
+    eprintln!(
+        "epic switch: {} serving on stdin/stdout with {ports} ports",
+        cfg.spec.name
+    );
+    let counters = incengine::serve_stdio(cfg.spec, ports, io::stdin().lock(), stdout)
+        .map_err(SwitchCliError::Stdio)?;
+    eprintln!("{counters}");
+    Ok(())
+}
+
+/// Sends REFUSED with `reason`; a harness that is gone is not an error
+/// worth more than the refusal itself.
+fn refuse(mut out: impl Write, reason: &str) {
+    let _ = incengine::write_from_dut(&mut out, &FromDut::Refused(reason.to_string()))
+        .and_then(|()| out.flush());
 }

@@ -20,6 +20,9 @@
 //!   conveniences only.
 //! - `serde`: `Serialize`/`Deserialize` for the owned representations.
 //! - `proptest`: the strategies in `test_gens` (implies `std`).
+//! - `mutants` (test only): deliberately wrong engine variants
+//!   (`engine::Pitfall`) for the conformance suite's proof that it catches
+//!   bugs. Never enable it in a switch.
 //!
 //! The crate builds for bare-metal targets such as `thumbv7em-none-eabihf`
 //! with default features off, and contains no `unsafe` code.

@@ -165,12 +165,15 @@ fn exchange(msgs: &[Msg], schedule: &[Fate], psn: Psn, initial_recvs: usize) -> 
             }
         }
         let mut held = VecDeque::new();
+        let mut delivered_any = false;
         while let Some((at, to_b, f)) = wire.pop_front() {
             if at > step {
                 held.push_back((at, to_b, f));
             } else if to_b {
+                delivered_any = true;
                 b.handle_frame(now, &f);
             } else {
+                delivered_any = true;
                 a.handle_frame(now, &f);
             }
         }
@@ -220,7 +223,12 @@ fn exchange(msgs: &[Msg], schedule: &[Fate], psn: Psn, initial_recvs: usize) -> 
         if sends_done == msgs.len() && recvs_done == needed {
             break;
         }
-        if !sent_any && wire.is_empty() {
+        // Quiet only when this step neither sent nor delivered anything: a
+        // frame just handled may have given a QP something to send (an
+        // ACK that opens the window), and the call order of [RC-007]
+        // (SPEC §10.3) drains `poll_transmit` after every input before
+        // `poll_timeout` means anything. The next step polls it.
+        if !sent_any && !delivered_any && wire.is_empty() {
             // Quiet: the application posts one more receive, and time
             // jumps to the next timer.
             if posted < needed {
@@ -333,4 +341,25 @@ fn fixed_schedule_across_the_wrap() {
         Fate::Drop,
     ];
     exchange(&msgs, &schedule, Psn::from_truncated(Psn::MASK - 1), 1).unwrap();
+}
+
+/// [RC-007] [RC-022] [RC-030] [RC-040]: the case saved in
+/// `rc_schedules.proptest-regressions`, replayed deterministically. Two
+/// five-packet SENDs, a window of 8: PSNs 0–8 go out, the ACK of 4 is lost
+/// and the ACK of 8 arrives a step late, acknowledging everything sent. The
+/// retry timer rightly stops (U = S) while PSN 9 waits for the window, so
+/// the only thing that moves the pair on is the `poll_transmit` due after
+/// that input (SPEC §10.3). The harness used to read `poll_timeout` first
+/// and report "stuck with nothing armed".
+#[test]
+fn late_ack_of_everything_sent_with_a_full_window() {
+    let msg = Msg {
+        op: 0,
+        len: 1025,
+        imm: 0,
+        seed: 0,
+    };
+    let mut schedule = vec![Fate::Deliver; 9];
+    schedule.extend([Fate::Drop, Fate::Delay(1)]);
+    exchange(&[msg, msg], &schedule, Psn::ZERO, 2).unwrap();
 }

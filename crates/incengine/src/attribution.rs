@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
-use epic_io::FramePorts;
+use epic_io::PortStats;
 use epic_proto::engine::{ContextConfig, EngineCounters};
 use epic_proto::wire::{
     BthPacket, EtherType, EthernetFrame, GroupId, IpProtocol, Ipv4Packet, UdpPacket, ROCEV2_PORT,
@@ -152,12 +152,13 @@ impl Attribution {
     }
 
     /// Fills the per-port and per-context parts of a snapshot.
-    pub(crate) fn snapshot<P: FramePorts>(&self, ports: &P, into: &mut SwitchCounters) {
+    /// `stats` gives each port's I/O counters.
+    pub(crate) fn snapshot(&self, stats: impl Fn(u16) -> PortStats, into: &mut SwitchCounters) {
         into.ports = self
             .ports
             .iter()
             .map(|p| PortCounters {
-                io: ports.stats(p.port),
+                io: stats(p.port),
                 ..p.clone()
             })
             .collect();

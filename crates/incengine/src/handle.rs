@@ -1,14 +1,14 @@
 //! Starting a switch ([`spawn`]) and talking to it ([`SwitchHandle`]).
 
 use epic_io::{Clock, FramePorts};
-use epic_proto::engine::{ContextFootprint, IncEngine};
+use epic_proto::engine::ContextFootprint;
 use epic_proto::wire::GroupId;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::counters::SwitchCounters;
-use crate::router::Router;
-use crate::runtime::{install, Command, Switch};
+use crate::dataplane::Dataplane;
+use crate::runtime::{Command, Switch};
 use crate::spec::{ContextSpec, SwitchError, SwitchSpec};
 
 /// Commands queued to a switch before the handle waits.
@@ -25,23 +25,10 @@ pub fn spawn<P: FramePorts>(
 ) -> Result<SwitchHandle, SwitchError> {
     let runtime = tokio::runtime::Handle::try_current().map_err(|_| SwitchError::NoRuntime)?;
     let count = ports.port_count();
-    if let Some((index, r)) = spec
-        .routes
-        .iter()
-        .enumerate()
-        .find(|(_, r)| r.port >= count)
-    {
-        return Err(SwitchError::RoutePort {
-            index,
-            port: r.port,
-            ports: count,
-        });
-    }
-    let router = Router::new(spec.engine.mac, &spec.all_addresses(), &spec.routes)?;
-    let engine = build_engine(&spec, count)?;
+    let dataplane = Dataplane::build(spec, count)?;
     let (tx, rx) = mpsc::channel(COMMAND_QUEUE);
-    let name = spec.name.clone();
-    let switch = Switch::new(spec.name, engine, router, ports, clock);
+    let name = dataplane.name().to_string();
+    let switch = Switch::new(dataplane, ports, clock);
     let task = runtime.spawn(switch.run(rx));
     tracing::debug!(switch = %name, ports = count, "switch started");
     Ok(SwitchHandle {
@@ -49,15 +36,6 @@ pub fn spawn<P: FramePorts>(
         commands: tx,
         task,
     })
-}
-
-/// The engine of `spec` with its contexts installed.
-fn build_engine(spec: &SwitchSpec, ports: u16) -> Result<IncEngine, SwitchError> {
-    let mut engine = IncEngine::new(spec.engine);
-    for c in &spec.contexts {
-        install(&mut engine, c, ports)?;
-    }
-    Ok(engine)
 }
 
 /// A running switch. Dropping the handle stops the switch.

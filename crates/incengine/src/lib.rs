@@ -14,18 +14,25 @@
 //! - [`SwitchConfig`]: `switch.toml`, validated once, errors naming the
 //!   key. [SW-030] [SW-031]
 //! - [`run_until_signal`]: clean shutdown on SIGINT/SIGTERM. [SW-003]
+//! - [`stdio`]: the switch as a device under test for the conformance
+//!   harness: the length-prefixed stdin/stdout framing ([`ToDut`],
+//!   [`FromDut`]) and [`serve_stdio`], a lockstep driver in virtual time.
+//!   [CONF-030]…[CONF-034]
 //!
-//! Requirement IDs `[SW-nnn]` are in `docs/SPEC.md` §12.
+//! Requirement IDs `[SW-nnn]` are in `docs/SPEC.md` §12, `[CONF-nnn]` in
+//! its conformance section.
 
 pub mod arp;
 mod attribution;
 pub mod config;
 mod counters;
+mod dataplane;
 mod handle;
 mod router;
 mod runtime;
 mod signal;
 mod spec;
+pub mod stdio;
 
 #[cfg(test)]
 mod router_tests;
@@ -38,3 +45,7 @@ pub use router::{
 };
 pub use signal::run_until_signal;
 pub use spec::{ContextSpec, SwitchError, SwitchSpec};
+pub use stdio::{
+    read_from_dut, read_to_dut, serve_stdio, write_from_dut, write_to_dut, FramingError, FromDut,
+    StdioError, ToDut, MAX_MESSAGE,
+};

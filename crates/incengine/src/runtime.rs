@@ -1,12 +1,12 @@
-//! The switch task: one [`IncEngine`] and one [`Router`] over any
+//! The switch task: one [`IncEngine`] and one [`Router`](crate::Router) over any
 //! [`FramePorts`], driven by received batches, one timer and a control
 //! channel. [SW-001] [SW-002]
 //!
-//! Call order per event, as the engine's docs ask:
-//! - a batch: `handle_frame` for each frame (a `NotEpic` frame goes to
-//!   the router, whose output is sent at once), draining `poll_transmit`
-//!   after each frame so the engine's queue never backs up behind a large
-//!   batch; then `flush`;
+//! Call order per event, as the engine's docs ask (the per-frame and
+//! per-timeout work is the shared [`Dataplane`]'s):
+//! - a batch: each frame to the dataplane (engine, or router for a
+//!   `NotEpic` frame), the engine drained after each frame so its queue
+//!   never backs up behind a large batch; then `flush`;
 //! - the timer: `handle_timeout`, drain, `flush`;
 //! - then the timer is re-armed from `poll_timeout`, by resetting the one
 //!   pinned `Sleep` only when the deadline changed.
@@ -15,16 +15,15 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
 
-use epic_io::{Clock, FramePorts, RxBatch, DEFAULT_BATCH, MAX_FRAME};
+use epic_io::{Clock, FramePorts, RxBatch, DEFAULT_BATCH};
 use epic_proto::engine::{ContextFootprint, IncEngine};
 use epic_proto::time::{Duration, Instant};
 use epic_proto::wire::GroupId;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Sleep;
 
-use crate::attribution::Attribution;
 use crate::counters::SwitchCounters;
-use crate::router::Router;
+use crate::dataplane::Dataplane;
 use crate::spec::{ContextSpec, SwitchError};
 
 /// What the handle asks of the task.
@@ -52,39 +51,20 @@ enum Event {
 
 /// The switch's state, owned by its task.
 pub(crate) struct Switch<P> {
-    name: String,
-    engine: IncEngine,
-    router: Router,
+    dataplane: Dataplane,
     ports: P,
     clock: Clock,
     batch: RxBatch,
-    /// Output buffer of the engine and the router.
-    tx: Vec<u8>,
-    attribution: Attribution,
 }
 
 impl<P: FramePorts> Switch<P> {
-    /// A switch around an engine whose contexts are installed.
-    pub(crate) fn new(
-        name: String,
-        engine: IncEngine,
-        router: Router,
-        ports: P,
-        clock: Clock,
-    ) -> Switch<P> {
-        let mut attribution = Attribution::new(engine.config().ip, ports.port_count());
-        for c in engine.contexts() {
-            attribution.add_context(&c.cfg);
-        }
+    /// A switch around a built dataplane.
+    pub(crate) fn new(dataplane: Dataplane, ports: P, clock: Clock) -> Switch<P> {
         Switch {
-            name,
-            engine,
-            router,
+            dataplane,
             ports,
             clock,
             batch: RxBatch::new(DEFAULT_BATCH),
-            tx: vec![0; MAX_FRAME],
-            attribution,
         }
     }
 
@@ -122,8 +102,9 @@ impl<P: FramePorts> Switch<P> {
                     let due = armed.map_or(Instant::ZERO, |(_, at)| at);
                     let now = self.clock.now().max(due);
                     armed = None;
-                    self.engine.handle_timeout(now);
-                    self.drain(now)?;
+                    let ports = &mut self.ports;
+                    self.dataplane
+                        .handle_timeout(now, &mut |port, f| ports.send(port, f))?;
                     self.ports.flush()?;
                 }
                 Event::Received(r) => {
@@ -138,7 +119,7 @@ impl<P: FramePorts> Switch<P> {
 
     /// Resets the timer when the engine's next deadline changed.
     fn arm(&self, sleep: Pin<&mut Sleep>, armed: &mut Option<(Instant, Instant)>) {
-        let next = self.engine.poll_timeout();
+        let next = self.dataplane.poll_timeout();
         if next == armed.map(|(asked, _)| asked) {
             return;
         }
@@ -152,48 +133,16 @@ impl<P: FramePorts> Switch<P> {
         });
     }
 
-    /// Hands every frame of the batch to the engine or the router.
+    /// Hands every frame of the batch to the dataplane.
     fn handle_batch(&mut self) -> Result<(), SwitchError> {
         let now = self.clock.now();
+        let ports = &mut self.ports;
         for (port, frame) in self.batch.iter() {
-            let before = self.engine.counters().clone();
-            match self.engine.handle_frame(now, port, frame) {
-                epic_proto::engine::Disposition::Consumed => {
-                    self.attribution
-                        .epic_rx(port, frame, &before, self.engine.counters());
-                }
-                epic_proto::engine::Disposition::NotEpic => {
-                    let outcome = self.router.handle_frame(port, frame, &mut self.tx);
-                    self.attribution.routed_rx(port, outcome);
-                    if let Some((out, len)) = outcome.transmit() {
-                        if let Some(f) = self.tx.get(..len) {
-                            self.ports.send(out, f)?;
-                        }
-                    }
-                }
-            }
-            // Drain after every frame: a frame can release many (a
-            // completed aggregation fans out to every child).
-            while let Some((out, len)) = self.engine.poll_transmit(now, &mut self.tx) {
-                if let Some(f) = self.tx.get(..len) {
-                    self.attribution.epic_tx(out, f);
-                    self.ports.send(out, f)?;
-                }
-            }
+            self.dataplane
+                .handle_frame(now, port, frame, &mut |out, f| ports.send(out, f))?;
         }
         self.batch.clear();
         self.ports.flush()?;
-        Ok(())
-    }
-
-    /// Sends everything the engine has.
-    fn drain(&mut self, now: Instant) -> Result<(), SwitchError> {
-        while let Some((port, len)) = self.engine.poll_transmit(now, &mut self.tx) {
-            if let Some(f) = self.tx.get(..len) {
-                self.attribution.epic_tx(port, f);
-                self.ports.send(port, f)?;
-            }
-        }
         Ok(())
     }
 
@@ -203,22 +152,10 @@ impl<P: FramePorts> Switch<P> {
                 let _ = reply.send(self.counters());
             }
             Command::Install(spec, reply) => {
-                let r = install(&mut self.engine, &spec, self.ports.port_count());
-                if r.is_ok() {
-                    self.attribution.add_context(&spec.config);
-                }
-                let _ = reply.send(r);
+                let _ = reply.send(self.dataplane.install(&spec, self.ports.port_count()));
             }
             Command::Remove(group, reply) => {
-                let r = self
-                    .engine
-                    .remove(group)
-                    .map_err(|source| SwitchError::Install { group, source });
-                if r.is_ok() {
-                    self.attribution
-                        .remove_context(group, self.engine.contexts().iter().map(|c| &c.cfg));
-                }
-                let _ = reply.send(r);
+                let _ = reply.send(self.dataplane.remove(group));
             }
             Command::Shutdown => {}
         }
@@ -226,15 +163,7 @@ impl<P: FramePorts> Switch<P> {
 
     /// A snapshot of every counter.
     fn counters(&self) -> SwitchCounters {
-        let mut c = SwitchCounters {
-            name: self.name.clone(),
-            engine: self.engine.counters().clone(),
-            router: self.router.counters().clone(),
-            arena_used: self.engine.arena_used(),
-            ..SwitchCounters::default()
-        };
-        self.attribution.snapshot(&self.ports, &mut c);
-        c
+        self.dataplane.counters(|port| self.ports.stats(port))
     }
 }
 

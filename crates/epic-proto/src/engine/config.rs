@@ -215,6 +215,11 @@ pub struct EngineConfig {
 
 /// Deliberately wrong engine variants, kept so that regression tests can
 /// show they fail (paper §5.1, Figure 6). Never enable one in a switch.
+///
+/// Every variant but [`Pitfall::Mode3WithMode2Recycle`] exists only with
+/// the test-only cargo feature `mutants`: the conformance suite runs each
+/// of them to prove that it catches the bug. Each costs one
+/// `pitfall == Some(..)` check, compiled only with the feature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Pitfall {
@@ -223,6 +228,95 @@ pub enum Pitfall {
     /// p + N/2. With hop-by-hop ACKs a fast rank may be further ahead
     /// than that, and its data is erased. [M3-032]
     Mode3WithMode2Recycle,
+    /// Modes II and III: CheckDuplicate never reports a duplicate, so a
+    /// duplicated data packet is aggregated again (and may complete a slot
+    /// without another child's contribution). Breaks [ENG-040] [M2-011].
+    #[cfg(feature = "mutants")]
+    NoDuplicateCheck,
+    /// Modes II and III: the data and control frames the switch translates
+    /// and sends carry a stale ICRC, the one of the frame before the
+    /// header rewrite (addressed from the peer to the switch, to the
+    /// switch's QP), not one recomputed over the rewritten headers; every
+    /// receiver drops them. Breaks [ENG-053] [WIRE-072].
+    #[cfg(feature = "mutants")]
+    StaleIcrc,
+    /// Mode II Broadcast: every receiving edge's ACK is forwarded toward
+    /// the root rank at once, instead of only when nodeAckPsn, the minimum
+    /// over the receiving edges, advances; the root is told that receivers
+    /// have data they lack. Breaks [M2-033].
+    #[cfg(feature = "mutants")]
+    BroadcastAckUnaggregated,
+    /// Modes II and III: a control message from a child that matches an
+    /// invocation it already delivered (a retransmission or a duplicate)
+    /// is dropped silently: no echo sent again, no ACK. A child that lost
+    /// its echo or ACK never completes. Breaks [M2-040] [CTL-015]
+    /// [M3-070].
+    #[cfg(feature = "mutants")]
+    IgnoreControlRetransmit,
+    /// Mode III: a packet beyond the pipe's range [psnStart, psnStart + N)
+    /// is taken as if it were in range, into slot psn mod N, where it
+    /// corrupts or takes over the slot of a PSN still in progress, instead
+    /// of being dropped (`out_of_window`). Breaks [M3-010] [M3-020].
+    #[cfg(feature = "mutants")]
+    NoRangeCheck,
+    /// The IPv4 source check is skipped: a frame from anyone on an
+    /// endpoint's port to its QP is taken as the peer's. Breaks [ENG-016].
+    #[cfg(feature = "mutants")]
+    NoSourceCheck,
+}
+
+/// Every [`Pitfall`] variant compiled in.
+const COMPILED_PITFALLS: &[Pitfall] = &[
+    Pitfall::Mode3WithMode2Recycle,
+    #[cfg(feature = "mutants")]
+    Pitfall::NoDuplicateCheck,
+    #[cfg(feature = "mutants")]
+    Pitfall::StaleIcrc,
+    #[cfg(feature = "mutants")]
+    Pitfall::BroadcastAckUnaggregated,
+    #[cfg(feature = "mutants")]
+    Pitfall::IgnoreControlRetransmit,
+    #[cfg(feature = "mutants")]
+    Pitfall::NoRangeCheck,
+    #[cfg(feature = "mutants")]
+    Pitfall::NoSourceCheck,
+];
+
+impl Pitfall {
+    /// Every variant compiled in, [`Pitfall::Mode3WithMode2Recycle`]
+    /// first: the mutants the conformance suite must catch.
+    #[cfg(feature = "mutants")]
+    pub const ALL_MUTANTS: &'static [Pitfall] = COMPILED_PITFALLS;
+
+    /// [`Pitfall::ALL_MUTANTS`].
+    #[cfg(feature = "mutants")]
+    pub const fn mutants() -> &'static [Pitfall] {
+        Pitfall::ALL_MUTANTS
+    }
+
+    /// A stable snake_case name, for command lines and reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Pitfall::Mode3WithMode2Recycle => "mode3_with_mode2_recycle",
+            #[cfg(feature = "mutants")]
+            Pitfall::NoDuplicateCheck => "no_duplicate_check",
+            #[cfg(feature = "mutants")]
+            Pitfall::StaleIcrc => "stale_icrc",
+            #[cfg(feature = "mutants")]
+            Pitfall::BroadcastAckUnaggregated => "broadcast_ack_unaggregated",
+            #[cfg(feature = "mutants")]
+            Pitfall::IgnoreControlRetransmit => "ignore_control_retransmit",
+            #[cfg(feature = "mutants")]
+            Pitfall::NoRangeCheck => "no_range_check",
+            #[cfg(feature = "mutants")]
+            Pitfall::NoSourceCheck => "no_source_check",
+        }
+    }
+
+    /// The variant named `name` ([`Pitfall::name`]), if it is compiled in.
+    pub fn from_name(name: &str) -> Option<Pitfall> {
+        COMPILED_PITFALLS.iter().copied().find(|p| p.name() == name)
+    }
 }
 
 impl EngineConfig {

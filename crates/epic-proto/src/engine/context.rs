@@ -198,10 +198,7 @@ impl Context {
     /// ranks' QPs were created with. [CTL-040]
     pub fn set_start_psn(&mut self, start: Psn) {
         for e in &mut self.eps {
-            e.epsn = start;
-            e.last_acked = start.sub(1);
-            e.max_sent = start.sub(1);
-            e.next_send = start;
+            e.set_start_psn(start);
         }
         for p in &mut self.pipes {
             p.psn_start = start;

@@ -39,6 +39,10 @@ engine_drop_reasons! {
     UnknownQp => "unknown_qp",
     /// The frame arrived on a port other than its endpoint's.
     WrongPort => "wrong_port",
+    /// The frame's IPv4 source address is not the configured peer address
+    /// of the endpoint its port and destination QP name: a spoofed or
+    /// misrouted frame. [ENG-016]
+    WrongSource => "wrong_source",
     /// An opcode the engine does not serve (WRITE, READ, atomics, UD …).
     UnsupportedOpcode => "unsupported_opcode",
     /// A control message for another group than the context's. [CTL-011]

@@ -65,22 +65,40 @@ pub struct EndpointState {
 
 impl EndpointState {
     pub(crate) fn new(cfg: EndpointConfig, up: u32, down: u32, start: Psn) -> EndpointState {
-        EndpointState {
+        let mut e = EndpointState {
             cfg,
             arrived: [Arrived::new(up), Arrived::new(down)],
             epsn: start,
             nak_sent: false,
-            max_rcvd: start.sub(1),
+            max_rcvd: start,
             window_drop: false,
-            last_acked: start.sub(1),
-            max_sent: start.sub(1),
+            last_acked: start,
+            max_sent: start,
             next_send: start,
             deadline: None,
             rnr_until: None,
             response: None,
             cnp: false,
             listed: false,
-        }
+        };
+        e.set_start_psn(start);
+        e
+    }
+
+    /// Puts every PSN of the receive and send state at the group's start
+    /// PSN: nothing received, sent or acknowledged yet, so each "highest
+    /// so far" sits one before `start`. All of them move together: a
+    /// field left at another start would be compared, by serial order,
+    /// with PSNs up to half the circle away and read as ahead of them
+    /// (a `max_rcvd` left at `0 − 1` caps no ACK for a start in the upper
+    /// half of the PSN space). [WIRE-050] [M3-021] [M3-023] [M3-030]
+    pub(crate) fn set_start_psn(&mut self, start: Psn) {
+        self.epsn = start;
+        self.nak_sent = false;
+        self.max_rcvd = start.sub(1);
+        self.last_acked = start.sub(1);
+        self.max_sent = start.sub(1);
+        self.next_send = start;
     }
 
     /// The arrival bits of one pipe.

@@ -8,6 +8,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::alignment::Flow;
+#[cfg(feature = "mutants")]
+use super::config::Pitfall;
 use super::config::{
     ContextConfig, EngineConfig, Mode, Peer, PortNo, PsnAlignment, MAX_CONTEXT_ENDPOINTS,
 };
@@ -57,6 +59,9 @@ impl Io<'_> {
         Source {
             mac: self.cfg.mac,
             ip: self.cfg.ip,
+            // Test-only mutant: frames leave with a stale ICRC. [ENG-053]
+            #[cfg(feature = "mutants")]
+            stale_icrc: self.cfg.pitfall == Some(Pitfall::StaleIcrc),
         }
     }
 
@@ -277,10 +282,18 @@ impl IncEngine {
         Some((ctx, io))
     }
 
-    /// The context endpoint a frame to `dst`, QP `qp`, arriving on `port`
-    /// belongs to, or what became of the frame (counted) when it belongs
-    /// to none.
-    fn route(&mut self, port: PortNo, dst: Ipv4Addr, qp: Qpn) -> Result<Entry, Disposition> {
+    /// The context endpoint a frame from `src` to `dst`, QP `qp`, arriving
+    /// on `port` belongs to, or what became of the frame (counted) when it
+    /// belongs to none. The frame must come from the endpoint's peer: its
+    /// port ([`EngineDropReason::WrongPort`]) and its IPv4 source address
+    /// ([`EngineDropReason::WrongSource`], [ENG-016]).
+    fn route(
+        &mut self,
+        port: PortNo,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        qp: Qpn,
+    ) -> Result<Entry, Disposition> {
         if dst != self.cfg.ip {
             self.counters.rx_not_epic += 1;
             return Err(Disposition::NotEpic);
@@ -289,18 +302,29 @@ impl IncEngine {
             self.counters.drop(EngineDropReason::UnknownQp);
             return Err(Disposition::Consumed);
         };
-        let ep_port = self
+        let ep = self
             .contexts
             .get(usize::from(entry.ctx))
             .and_then(|c| c.eps.get(usize::from(entry.ep)))
-            .map(|e| e.cfg.port);
-        match ep_port {
+            .map(|e| (e.cfg.port, e.cfg.remote_ip));
+        // The source check, unless a test-only mutant skips it. [ENG-016]
+        #[cfg(feature = "mutants")]
+        let check_source = self.cfg.pitfall != Some(Pitfall::NoSourceCheck);
+        #[cfg(not(feature = "mutants"))]
+        let check_source = true;
+        match ep {
             None => {
                 self.counters.drop(EngineDropReason::UnknownQp);
                 Err(Disposition::Consumed)
             }
-            Some(p) if p != port => {
+            Some((p, _)) if p != port => {
                 self.counters.drop(EngineDropReason::WrongPort);
+                Err(Disposition::Consumed)
+            }
+            // A frame from anyone but the endpoint's peer, though on its
+            // port and to one of its QPs, is not the peer's. [ENG-016]
+            Some((_, ip)) if check_source && ip != src => {
+                self.counters.drop(EngineDropReason::WrongSource);
                 Err(Disposition::Consumed)
             }
             Some(_) => Ok(entry),
@@ -310,7 +334,7 @@ impl IncEngine {
     /// An ACK from the fast path; `None` sends it down the general path
     /// (a Mode I context runs its own RC endpoint on the whole frame).
     fn ack(&mut self, now: Instant, port: PortNo, a: &AckFrame) -> Option<Disposition> {
-        let entry = match self.route(port, a.dst, a.dest_qp) {
+        let entry = match self.route(port, a.src, a.dst, a.dest_qp) {
             Ok(entry) => entry,
             Err(d) => return Some(d),
         };
@@ -324,7 +348,7 @@ impl IncEngine {
     }
 
     fn dispatch(&mut self, now: Instant, port: PortNo, f: &RoceFrame<'_>) -> Disposition {
-        let entry = match self.route(port, f.ipv4.dst, f.bth.dest_qp) {
+        let entry = match self.route(port, f.ipv4.src, f.ipv4.dst, f.bth.dest_qp) {
             Ok(entry) => entry,
             Err(d) => return d,
         };

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
 use super::*;
+use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{EthernetAddress, GroupId, Qpn};
 
@@ -262,4 +263,37 @@ fn mode1_buffers_follow_appendix_f3() {
         mode1_window(100_000_000_000, Duration::from_micros(1), 4096, 0),
         7
     );
+}
+
+/// [CTL-040] [WIRE-050] [M3-023] A context moved to the group's start PSN
+/// is in the state of one created there: every endpoint's receive and send
+/// PSNs (the highest received among them), and both pipes' ranges. A
+/// highest-received PSN left at `0 − 1` read, for a start in the upper half
+/// of the PSN circle, as ahead of every PSN before the wrap, so ACKs after
+/// a skipped range named PSNs the peer never sent.
+#[test]
+fn start_psn_moves_every_endpoint_cursor() {
+    for mode in [Mode::Translated, Mode::Augmented] {
+        for start in [Psn::MASK, Psn::MASK - 4, Psn::HALF + 100, Psn::HALF, 5] {
+            let start = Psn::from_truncated(start);
+            let mut eng = engine();
+            eng.install(star(3, 3, mode, 0x1000)).unwrap();
+            let ctx = eng.context_mut(GroupId(3)).unwrap();
+            ctx.set_start_psn(start);
+            for e in ctx.endpoints() {
+                let (up, down) = (ctx.pipe(PipeId::Up).n, ctx.pipe(PipeId::Down).n);
+                let fresh = EndpointState::new(e.cfg, up, down, start);
+                assert_eq!(*e, fresh, "{mode:?} start {start}");
+                assert_eq!(e.max_rcvd, start.sub(1), "{mode:?} start {start}");
+                // Nothing received: an ACK after the receiver skipped a
+                // range still names only `start − 1`. [M3-023]
+                let mut skipped = e.clone();
+                skipped.epsn = start.add(3);
+                assert_eq!(skipped.ack_point(), start.sub(1), "{mode:?} start {start}");
+            }
+            for p in [PipeId::Up, PipeId::Down] {
+                assert_eq!(ctx.psn_start(p), start, "{mode:?} start {start}");
+            }
+        }
+    }
 }

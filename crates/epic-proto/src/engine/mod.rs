@@ -55,6 +55,12 @@ mod txq;
 mod alignment_tests;
 #[cfg(all(test, feature = "alloc"))]
 mod install_tests;
+#[cfg(all(test, feature = "alloc", feature = "mutants"))]
+mod mutant_tests;
+#[cfg(all(test, feature = "alloc"))]
+mod source_tests;
+#[cfg(all(test, feature = "alloc"))]
+mod test_rig;
 
 #[cfg(feature = "alloc")]
 pub use config::mode1_window;

@@ -6,6 +6,8 @@
 use super::aggregate::Reduction;
 use super::alignment::Flow;
 use super::config::Peer;
+#[cfg(feature = "mutants")]
+use super::config::Pitfall;
 use super::context::Context;
 use super::counters::EngineDropReason;
 use super::endpoint::Response;
@@ -104,6 +106,21 @@ impl Context {
     ) -> Option<(usize, bool)> {
         if h.group_id != self.cfg.group {
             io.drop(EngineDropReason::WrongGroup);
+            return None;
+        }
+        // Test-only mutant: a child's control message for an invocation
+        // it already delivered is dropped without an answer. [M2-040]
+        // [M3-070]
+        #[cfg(feature = "mutants")]
+        if io.cfg.pitfall == Some(Pitfall::IgnoreControlRetransmit)
+            && Some(ep) != self.shape.parent
+            && self
+                .invs
+                .find(psn)
+                .and_then(|s| self.invs.get(s))
+                .is_some_and(|i| i.control_psn == psn && i.control_from(ep))
+        {
+            io.drop(EngineDropReason::Duplicate);
             return None;
         }
         // Packets larger than the context's slots cannot be served. [CTL-013]
@@ -218,6 +235,9 @@ impl Context {
             return;
         };
         let dup = check_duplicate(e.arrived_mut(PipeId::Up), slot);
+        // Test-only mutant: every arrival is a first one. [ENG-040]
+        #[cfg(feature = "mutants")]
+        let dup = dup && io.cfg.pitfall != Some(Pitfall::NoDuplicateCheck);
         if let Some(m) = pipe.meta_mut(slot) {
             m.tag = Some(pkt.psn);
         }
@@ -421,6 +441,18 @@ impl Context {
                     let fwd = Response {
                         syndrome: aeth.syndrome,
                         psn: if from.is_before(psn) { from } else { psn },
+                        msn: aeth.msn,
+                    };
+                    self.deliver2(io, slot, s, fwd);
+                    return;
+                }
+                // Test-only mutant: every receiver's ACK goes on at once,
+                // whatever the slower receivers have. [M2-033]
+                #[cfg(feature = "mutants")]
+                if io.cfg.pitfall == Some(Pitfall::BroadcastAckUnaggregated) {
+                    let fwd = Response {
+                        syndrome: Syndrome::ACK,
+                        psn: through,
                         msn: aeth.msn,
                     };
                     self.deliver2(io, slot, s, fwd);

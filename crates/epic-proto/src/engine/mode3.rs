@@ -172,8 +172,13 @@ impl Context {
             return;
         };
         let pitfall = io.cfg.pitfall == Some(Pitfall::Mode3WithMode2Recycle);
+        // Test-only mutant: every PSN is taken as in range. [M3-020]
+        #[cfg(feature = "mutants")]
+        let unchecked = pitfall || io.cfg.pitfall == Some(Pitfall::NoRangeCheck);
+        #[cfg(not(feature = "mutants"))]
+        let unchecked = pitfall;
         // Readiness: only [psnStart, psnStart + N) is writable. [M3-020]
-        if !pitfall && pkt.psn.distance_from(pipe.psn_start) >= pipe.n {
+        if !unchecked && pkt.psn.distance_from(pipe.psn_start) >= pipe.n {
             io.drop(EngineDropReason::OutOfWindow);
             e.window_drop = true;
             if pkt.psn.is_after(e.epsn) || pkt.psn == e.epsn {
@@ -192,11 +197,14 @@ impl Context {
             return;
         }
         let slot = pipe.slot_of(pkt.psn);
-        if !pitfall && pipe.meta(slot).tag.is_some_and(|t| t != pkt.psn) {
+        if !unchecked && pipe.meta(slot).tag.is_some_and(|t| t != pkt.psn) {
             io.drop(EngineDropReason::StaleData);
             return;
         }
         let dup = check_duplicate(e.arrived_mut(pkt.pipe), slot);
+        // Test-only mutant: every arrival is a first one. [ENG-040]
+        #[cfg(feature = "mutants")]
+        let dup = dup && io.cfg.pitfall != Some(Pitfall::NoDuplicateCheck);
         if let Some(m) = pipe.meta_mut(slot) {
             m.tag = Some(pkt.psn);
         }

@@ -936,3 +936,95 @@ fn coalescing_keeps_an_rnr_nak_over_a_sequence_nak() {
     p.settle();
     assert_eq!(completions(&mut p.a)[0].status(), WcStatus::Success);
 }
+
+/// [RC-007] [RC-021] [RC-022] [RC-030] [RC-040]: the saved proptest case of
+/// `tests/rc_schedules.rs` ("stuck with nothing armed"), step by step. Two
+/// 1025-byte SENDs are 5 packets each at MTU 256; a window of 8 lets PSNs
+/// 0–8 out (AckReq on 4, the end of message 0, and on 8, which fills the
+/// window). The ACK of 4 is lost and the ACK of 8 arrives late: it
+/// acknowledges everything sent, so U = S and the retry timer stops, while
+/// PSN 9 waits to be sent. That is not a stall: the QP holds the packet for
+/// the `poll_transmit` that the call order of §10.3 requires after every
+/// input, before `poll_timeout` means anything.
+#[test]
+fn ack_of_everything_sent_opens_the_window_for_poll_transmit() {
+    let (mut a, b) = configs();
+    a.max_unacked_psns = 8;
+    let mut p = Pair::with(a, b);
+    p.b.post_recv(WrId(0), vec![0; 1200]).unwrap();
+    p.b.post_recv(WrId(1), vec![0; 1200]).unwrap();
+    let msgs = [pattern(1025, 1), pattern(1025, 2)];
+    for (i, m) in msgs.iter().enumerate() {
+        p.a.post_send(WrId(i as u64), SendOp::Send, m.clone())
+            .unwrap();
+    }
+    let first = p.a_to_b();
+    assert_eq!(
+        first.iter().map(|s| s.psn).collect::<Vec<_>>(),
+        (0..=8).collect::<Vec<_>>(),
+        "max_unacked_psns + 1 PSNs in flight"
+    );
+    assert_eq!(
+        first
+            .iter()
+            .filter(|s| s.ack_req)
+            .map(|s| s.psn)
+            .collect::<Vec<_>>(),
+        [4, 8]
+    );
+    assert!(
+        p.a.poll_timeout().is_some(),
+        "PSNs outstanding, timer armed"
+    );
+    p.deliver_to_b(&first);
+    let acks = p.b_to_a();
+    assert_eq!(acks.iter().map(|s| s.psn).collect::<Vec<_>>(), [4, 8]);
+    // ACK 4 is lost; ACK 8 arrives (later, at the same virtual time).
+    p.deliver_to_a(&acks[1..]);
+    assert_eq!(p.a.unacked_psn(), Psn::from_truncated(9));
+    assert_eq!(p.a.send_psn(), Psn::from_truncated(9));
+    assert_eq!(p.a.poll_timeout(), None, "U = S: the timer stops [RC-040]");
+    match &completions(&mut p.a)[..] {
+        [Completion::Send { wr_id, status, .. }] => {
+            assert_eq!((*wr_id, *status), (WrId(0), WcStatus::Success));
+        }
+        other => panic!("unexpected completions {other:?}"),
+    }
+    let last = p.a_to_b();
+    assert_eq!(last.len(), 1, "the opened window lets PSN 9 out");
+    assert_eq!(
+        (
+            last[0].psn,
+            last[0].opcode,
+            last[0].ack_req,
+            last[0].payload_len
+        ),
+        (9, Opcode::RcSendLast, true, 1)
+    );
+    assert!(
+        p.a.poll_timeout().is_some(),
+        "PSN 9 outstanding, timer armed"
+    );
+    p.deliver_to_b(&last);
+    p.settle();
+    assert_eq!(p.a.counters().timeouts, 0);
+    assert_eq!(p.a.counters().tx_retransmits, 0);
+    assert_eq!(p.a.poll_timeout(), None);
+    assert_eq!(completions(&mut p.a)[0].status(), WcStatus::Success);
+    let recvs = completions(&mut p.b);
+    assert_eq!(recvs.len(), 2);
+    for (c, m) in recvs.iter().zip(&msgs) {
+        match c {
+            Completion::Recv {
+                status,
+                byte_len,
+                buf,
+                ..
+            } => {
+                assert_eq!((*status, *byte_len), (WcStatus::Success, 1025));
+                assert_eq!(&buf[..1025], &m[..]);
+            }
+            other => panic!("unexpected completion {other:?}"),
+        }
+    }
+}

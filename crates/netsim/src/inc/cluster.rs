@@ -12,7 +12,7 @@ use epic_proto::time::Duration;
 use epic_proto::wire::GroupId;
 use epic_proto::Psn;
 
-use super::nodes::{HostNode, IncNode};
+use super::nodes::{ExternalSwitch, HostNode, IncNode};
 use super::topology::{lane_qpn, per_pattern_context, BadTopology, IncTree, PortPeer, TreeSpec};
 use crate::{LinkConfig, LinkId, NodeId, PortId, RunOutcome, Sim, SimError};
 
@@ -187,6 +187,12 @@ pub struct Cluster {
 /// QPs: the AllReduce pattern's).
 pub const CLUSTER_GROUP: GroupId = GroupId(7);
 
+/// The switch a device under test replaces, and what builds its node.
+type Replace<'a> = (
+    usize,
+    Box<dyn FnOnce(IncEngine) -> Box<dyn ExternalSwitch> + 'a>,
+);
+
 /// The bindings a cluster's switches and ranks are built with: one
 /// resynced group, or all 2K + 1 patterns.
 fn lanes(cfg: &ClusterConfig, ranks: u16) -> Vec<Option<PatternBinding>> {
@@ -204,48 +210,91 @@ fn lane_group(binding: Option<PatternBinding>, ranks: u16) -> GroupId {
     GroupId(CLUSTER_GROUP.0 + i as u32)
 }
 
+/// N, the slots of each pipe (Mode I: the message buffers per edge).
+fn pipe_slots(cfg: &ClusterConfig) -> u32 {
+    match cfg.mode {
+        // Mode I: W message buffers per edge. [M1-010]
+        Mode::Terminated => cfg.slots.unwrap_or(cfg.window).max(1),
+        _ => cfg
+            .slots
+            .unwrap_or((2 * (cfg.message_packets * cfg.window + 1)).next_power_of_two())
+            .max(2),
+    }
+}
+
+/// Switch `i`'s engine with its contexts installed and started at the
+/// configured PSN.
+fn switch_engine(cfg: &ClusterConfig, tree: &IncTree, i: usize) -> Result<IncEngine, ClusterError> {
+    let Some(s) = tree.switches.get(i) else {
+        return Err(ClusterError::Topology(BadTopology(format!(
+            "{}: no switch {i}",
+            cfg.tree
+        ))));
+    };
+    let payload = u16::try_from(cfg.mtu.bytes()).unwrap_or(4096);
+    let slots = pipe_slots(cfg);
+    let ranks = tree.ranks();
+    let bindings = lanes(cfg, ranks);
+    let mut ecfg = EngineConfig::new(s.mac, s.ip);
+    ecfg.arena_bytes = 256 << 20;
+    ecfg.retransmit_timeout = cfg.switch_timeout;
+    ecfg.send_cnp = cfg.send_cnp;
+    ecfg.pitfall = cfg.pitfall;
+    ecfg.tx_queue_frames = 1024;
+    ecfg.max_contexts = ecfg.max_contexts.max(bindings.len());
+    ecfg.max_endpoints = ecfg.max_endpoints.max(bindings.len() * s.ports.len());
+    ecfg.max_group_size = ecfg.max_group_size.max(ranks);
+    let mut eng = IncEngine::new(ecfg);
+    for b in &bindings {
+        let group = lane_group(*b, ranks);
+        let ctx = tree.context(i, group, cfg.mode, slots, payload, cfg.reproducible);
+        let mut ctx = match b {
+            Some(b) => per_pattern_context(ctx, *b),
+            None => ctx,
+        };
+        ctx.message_packets = cfg.message_packets;
+        eng.install(ctx).map_err(ClusterError::Install)?;
+        if let Some(c) = eng.context_mut(group) {
+            c.set_start_psn(cfg.start_psn);
+        }
+    }
+    Ok(eng)
+}
+
 impl Cluster {
     /// Builds and wires the cluster and installs every switch's context.
     pub fn build(cfg: ClusterConfig) -> Result<Cluster, ClusterError> {
+        Cluster::build_inner(cfg, None)
+    }
+
+    /// Like [`build`](Cluster::build), and hands switch `s`'s engine, with
+    /// its contexts installed, to `replace`, whose node takes the switch's
+    /// place: a device under test that plays that switch while the
+    /// reference plays the rest of the tree. [SIM-003]
+    pub fn build_replacing(
+        cfg: ClusterConfig,
+        s: usize,
+        replace: impl FnOnce(IncEngine) -> Box<dyn ExternalSwitch>,
+    ) -> Result<Cluster, ClusterError> {
+        Cluster::build_inner(cfg, Some((s, Box::new(replace))))
+    }
+
+    fn build_inner(
+        cfg: ClusterConfig,
+        mut replace: Option<Replace<'_>>,
+    ) -> Result<Cluster, ClusterError> {
         let tree = IncTree::new(cfg.tree).map_err(ClusterError::Topology)?;
         let mut sim = Sim::new(cfg.seed);
-        let payload = u16::try_from(cfg.mtu.bytes()).unwrap_or(4096);
-        let slots = match cfg.mode {
-            // Mode I: W message buffers per edge. [M1-010]
-            Mode::Terminated => cfg.slots.unwrap_or(cfg.window).max(1),
-            _ => cfg
-                .slots
-                .unwrap_or((2 * (cfg.message_packets * cfg.window + 1)).next_power_of_two())
-                .max(2),
-        };
         let ranks = tree.ranks();
         let bindings = lanes(&cfg, ranks);
         let mut switches = Vec::new();
-        for (i, s) in tree.switches.iter().enumerate() {
-            let mut ecfg = EngineConfig::new(s.mac, s.ip);
-            ecfg.arena_bytes = 256 << 20;
-            ecfg.retransmit_timeout = cfg.switch_timeout;
-            ecfg.send_cnp = cfg.send_cnp;
-            ecfg.pitfall = cfg.pitfall;
-            ecfg.tx_queue_frames = 1024;
-            ecfg.max_contexts = ecfg.max_contexts.max(bindings.len());
-            ecfg.max_endpoints = ecfg.max_endpoints.max(bindings.len() * s.ports.len());
-            ecfg.max_group_size = ecfg.max_group_size.max(ranks);
-            let mut eng = IncEngine::new(ecfg);
-            for b in &bindings {
-                let group = lane_group(*b, ranks);
-                let ctx = tree.context(i, group, cfg.mode, slots, payload, cfg.reproducible);
-                let mut ctx = match b {
-                    Some(b) => per_pattern_context(ctx, *b),
-                    None => ctx,
-                };
-                ctx.message_packets = cfg.message_packets;
-                eng.install(ctx).map_err(ClusterError::Install)?;
-                if let Some(c) = eng.context_mut(group) {
-                    c.set_start_psn(cfg.start_psn);
-                }
-            }
-            switches.push(sim.add_node(IncNode::Switch(Box::new(eng))));
+        for i in 0..tree.switches.len() {
+            let eng = switch_engine(&cfg, &tree, i)?;
+            let node = match replace.take_if(|(at, _)| *at == i) {
+                Some((_, f)) => IncNode::External(f(eng)),
+                None => IncNode::Switch(Box::new(eng)),
+            };
+            switches.push(sim.add_node(node));
         }
         let window = cfg.rank_window();
         let mut hosts = Vec::new();
@@ -327,11 +376,19 @@ impl Cluster {
         })
     }
 
+    /// The engine switch `s` of a cluster built from `cfg` starts with: its
+    /// configuration and installed contexts, for a device under test to
+    /// copy. [SIM-003]
+    pub fn reference_engine(cfg: &ClusterConfig, s: usize) -> Result<IncEngine, ClusterError> {
+        let tree = IncTree::new(cfg.tree).map_err(ClusterError::Topology)?;
+        switch_engine(cfg, &tree, s)
+    }
+
     /// The engine of switch `s`.
     pub fn engine(&self, s: usize) -> Option<&IncEngine> {
         match self.sim.node(*self.switches.get(s)?)? {
             IncNode::Switch(e) => Some(e),
-            IncNode::Host(_) => None,
+            IncNode::Host(_) | IncNode::External(_) => None,
         }
     }
 
@@ -371,7 +428,7 @@ impl Cluster {
     pub fn host(&self, r: usize) -> Option<&HostNode> {
         match self.sim.node(*self.hosts.get(r)?)? {
             IncNode::Host(h) => Some(h),
-            IncNode::Switch(_) => None,
+            IncNode::Switch(_) | IncNode::External(_) => None,
         }
     }
 

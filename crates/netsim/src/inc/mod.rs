@@ -6,7 +6,7 @@ mod nodes;
 mod topology;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterError, CollectiveRun, CLUSTER_GROUP};
-pub use nodes::{HostFaults, HostNode, IncNode};
+pub use nodes::{ExternalSwitch, HostFaults, HostNode, IncNode};
 pub use topology::{
     host_qpn, lane_qpn, per_pattern_context, switch_qpn, BadTopology, HostSpec, IncTree, PortPeer,
     SwitchSpec, TreeSpec,

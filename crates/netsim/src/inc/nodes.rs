@@ -1,5 +1,7 @@
 //! The simulated machines of an EPIC cluster.
 
+use core::fmt;
+
 use epic_proto::engine::IncEngine;
 use epic_proto::host::{HostEvent, HostRank};
 use epic_proto::time::Instant;
@@ -85,6 +87,12 @@ impl HostNode {
     }
 }
 
+/// A machine that takes a switch's place in a cluster: a device under
+/// test, driven through [`Node`] like every other node. [SIM-003]
+pub trait ExternalSwitch: Node + fmt::Debug {}
+
+impl<T: Node + fmt::Debug> ExternalSwitch for T {}
+
 /// A node of an EPIC cluster.
 #[derive(Debug)]
 pub enum IncNode {
@@ -92,6 +100,8 @@ pub enum IncNode {
     Host(Box<HostNode>),
     /// A switch running the IncEngine.
     Switch(Box<IncEngine>),
+    /// A switch the cluster's user supplied. [SIM-003]
+    External(Box<dyn ExternalSwitch>),
 }
 
 impl Node for IncNode {
@@ -105,6 +115,7 @@ impl Node for IncNode {
                 // The simulated fabric carries only EPIC traffic.
                 let _ = s.handle_frame(now, port.0, frame);
             }
+            IncNode::External(x) => x.handle_frame(now, port, frame),
         }
     }
 
@@ -116,6 +127,7 @@ impl Node for IncNode {
                 r
             }
             IncNode::Switch(s) => s.poll_transmit(now, buf).map(|(p, n)| (PortId(p), n)),
+            IncNode::External(x) => x.poll_transmit(now, buf),
         }
     }
 
@@ -123,6 +135,7 @@ impl Node for IncNode {
         match self {
             IncNode::Host(h) => h.rank.poll_timeout(),
             IncNode::Switch(s) => s.poll_timeout(),
+            IncNode::External(x) => x.poll_timeout(),
         }
     }
 
@@ -133,6 +146,7 @@ impl Node for IncNode {
                 h.collect(now);
             }
             IncNode::Switch(s) => s.handle_timeout(now),
+            IncNode::External(x) => x.handle_timeout(now),
         }
     }
 }

@@ -18,6 +18,10 @@ use crate::wire::{
 pub(crate) struct Source {
     pub(crate) mac: EthernetAddress,
     pub(crate) ip: Ipv4Addr,
+    /// Test-only mutant `Pitfall::StaleIcrc`: leave the ICRC of the frame
+    /// before the rewrite. [ENG-053]
+    #[cfg(feature = "mutants")]
+    pub(crate) stale_icrc: bool,
 }
 
 /// The BTH-level description of a packet to send.
@@ -81,7 +85,40 @@ pub(crate) fn translate_header(
         },
         ext: pkt.ext,
     };
+    #[cfg(feature = "mutants")]
+    if src.stale_icrc {
+        return emit_stale_icrc(&repr, src, ep, payload, buf);
+    }
     repr.emit(payload, buf)
+}
+
+/// Test-only mutant `Pitfall::StaleIcrc`: emits `repr` with the ICRC the
+/// frame had before its header was rewritten (from the peer to the switch,
+/// to the switch's QP), not one recomputed over the new headers. Breaks
+/// [ENG-053] [WIRE-072].
+#[cfg(feature = "mutants")]
+fn emit_stale_icrc(
+    repr: &RoceFrameRepr,
+    src: Source,
+    ep: &EndpointConfig,
+    payload: &[u8],
+    buf: &mut [u8],
+) -> Result<usize, EmitError> {
+    use crate::wire::ICRC_LEN;
+    let mut before = *repr;
+    before.ipv4.src = ep.remote_ip;
+    before.ipv4.dst = src.ip;
+    before.bth.dest_qp = ep.local_qpn;
+    let n = before.emit(payload, buf)?;
+    let mut stale = [0u8; ICRC_LEN];
+    if let Some(b) = buf.get(n.saturating_sub(ICRC_LEN)..n) {
+        stale.copy_from_slice(b);
+    }
+    let len = repr.emit(payload, buf)?;
+    if let Some(b) = buf.get_mut(len.saturating_sub(ICRC_LEN)..len) {
+        b.copy_from_slice(&stale);
+    }
+    Ok(len)
 }
 
 #[cfg(test)]
@@ -106,6 +143,8 @@ mod tests {
         let src = Source {
             mac: EthernetAddress([2, 0, 0, 0, 1, 0]),
             ip: Ipv4Addr::new(10, 0, 1, 0),
+            #[cfg(feature = "mutants")]
+            stale_icrc: false,
         };
         let pkt = Outgoing {
             opcode: Opcode::RcSendOnly,

@@ -1,0 +1,224 @@
+//! The [`Dut`] interface every adapter implements, what a DUT is
+//! configured with, and the `--dut` argument.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use epic_proto::engine::Pitfall;
+use epic_proto::time::Instant;
+use incengine::{SwitchConfig, SwitchSpec};
+
+/// A running device under test, driven like a sans-IO switch in virtual
+/// time. [CONF-010]
+pub trait Dut: fmt::Debug {
+    /// A frame arrives on `port` at `now`.
+    fn handle_frame(&mut self, now: Instant, port: u16, frame: &[u8]);
+    /// The next frame the DUT sends: written into `buf`, with its port.
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(u16, usize)>;
+    /// The DUT's next timer.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// The timer from `poll_timeout` is due.
+    fn handle_timeout(&mut self, now: Instant);
+    /// Why the adapter stopped working (the process died, the framing
+    /// broke); the case is then an error, not a verdict on the DUT.
+    fn failure(&self) -> Option<String>;
+}
+
+/// What a DUT is configured with: the switch it plays, as `switch.toml`
+/// renders it. [CONF-002]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DutSpec {
+    /// The engine (addresses, limits) and the contexts to install.
+    pub switch: SwitchSpec,
+    /// Ports, in tree order: children first, the parent last.
+    pub ports: u16,
+}
+
+impl DutSpec {
+    /// The `switch.toml` an external DUT reads: interfaces `port0` … in
+    /// port order.
+    pub fn to_toml(&self) -> String {
+        SwitchConfig {
+            spec: self.switch.clone(),
+            interfaces: (0..self.ports).map(|p| format!("port{p}")).collect(),
+        }
+        .to_toml()
+    }
+}
+
+/// Why a DUT did not start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartError {
+    /// The DUT refused its configuration (a verdict: right when the case
+    /// expects it).
+    Refused(String),
+    /// The adapter could not run the DUT at all.
+    Failed(String),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::Refused(r) => write!(f, "refused its configuration: {r}"),
+            StartError::Failed(r) => write!(f, "did not start: {r}"),
+        }
+    }
+}
+
+/// A `--dut` argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdapterSpec {
+    /// The engine in-process, possibly a mutant.
+    Reference {
+        /// The deliberately wrong variant, if any.
+        mutant: Option<Pitfall>,
+    },
+    /// A child process; `{config}` in the command is replaced by the
+    /// configuration's path.
+    Exec {
+        /// The command line, run by `sh -c`.
+        command: String,
+    },
+    /// A device on real interfaces: port i is `interfaces[i]`.
+    Iface {
+        /// The interfaces.
+        interfaces: Vec<String>,
+        /// The command that configures the device for each case
+        /// (`--dut-setup`); required to run.
+        setup: Option<String>,
+    },
+    /// Offline: stimulus pcaps out, output pcaps in.
+    Pcap {
+        /// One directory per case beneath it.
+        dir: PathBuf,
+    },
+}
+
+/// A `--dut` argument that names no adapter.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--dut {given:?}: {why}")]
+pub struct AdapterError {
+    /// The argument.
+    pub given: String,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+impl std::str::FromStr for AdapterSpec {
+    type Err = AdapterError;
+
+    fn from_str(s: &str) -> Result<AdapterSpec, AdapterError> {
+        let err = |why: &str| AdapterError {
+            given: s.to_string(),
+            why: why.to_string(),
+        };
+        let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
+        match kind {
+            "reference" if rest.is_empty() => Ok(AdapterSpec::Reference { mutant: None }),
+            "reference" => {
+                let name = rest
+                    .strip_prefix("mutant=")
+                    .ok_or_else(|| err("expected reference or reference:mutant=NAME"))?;
+                let mutant = Pitfall::from_name(name).ok_or_else(|| {
+                    err(&format!(
+                        "no mutant {name:?} in this build (mutants: {})",
+                        mutant_names().join(", ")
+                    ))
+                })?;
+                Ok(AdapterSpec::Reference {
+                    mutant: Some(mutant),
+                })
+            }
+            "exec" if !rest.trim().is_empty() => Ok(AdapterSpec::Exec {
+                command: rest.to_string(),
+            }),
+            "exec" => Err(err("exec:CMD needs a command")),
+            "iface" => {
+                let interfaces: Vec<String> = rest
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                if interfaces.is_empty() {
+                    return Err(err("iface: needs interfaces, iface:IF0,IF1,..."));
+                }
+                Ok(AdapterSpec::Iface {
+                    interfaces,
+                    setup: None,
+                })
+            }
+            "pcap" if !rest.is_empty() => Ok(AdapterSpec::Pcap {
+                dir: PathBuf::from(rest),
+            }),
+            "pcap" => Err(err("pcap:DIR needs a directory")),
+            _ => Err(err(
+                "expected reference, reference:mutant=NAME, exec:CMD, iface:IF0,IF1,... or pcap:DIR",
+            )),
+        }
+    }
+}
+
+impl fmt::Display for AdapterSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AdapterSpec::Reference { mutant: None } => f.write_str("reference"),
+            AdapterSpec::Reference { mutant: Some(m) } => {
+                write!(f, "reference:mutant={}", m.name())
+            }
+            AdapterSpec::Exec { command } => write!(f, "exec:{command}"),
+            AdapterSpec::Iface { interfaces, .. } => write!(f, "iface:{}", interfaces.join(",")),
+            AdapterSpec::Pcap { dir } => write!(f, "pcap:{}", dir.display()),
+        }
+    }
+}
+
+/// The mutants this build carries (none without the `mutants` feature
+/// but the one the engine always keeps).
+pub fn mutant_names() -> Vec<&'static str> {
+    #[cfg(feature = "mutants")]
+    let all = Pitfall::mutants();
+    #[cfg(not(feature = "mutants"))]
+    let all = &[Pitfall::Mode3WithMode2Recycle];
+    all.iter().map(|m| m.name()).collect()
+}
+
+impl AdapterSpec {
+    /// Starts a reactive DUT configured with `spec`. `pcap:` is not
+    /// reactive and is refused here.
+    pub fn start(&self, spec: &DutSpec) -> Result<Box<dyn Dut>, StartError> {
+        match self {
+            AdapterSpec::Reference { mutant } => {
+                Ok(Box::new(super::ReferenceDut::start(spec, *mutant)?))
+            }
+            AdapterSpec::Exec { command } => Ok(Box::new(super::ExecDut::start(command, spec)?)),
+            AdapterSpec::Iface { interfaces, setup } => {
+                let setup = setup.clone().ok_or_else(|| {
+                    StartError::Failed(
+                        "iface: needs --dut-setup CMD to configure the device for each case".into(),
+                    )
+                })?;
+                let spec_i = super::IfaceSpec {
+                    interfaces: interfaces.clone(),
+                    setup,
+                };
+                Ok(Box::new(super::IfaceDut::start(&spec_i, spec)?))
+            }
+            AdapterSpec::Pcap { .. } => Err(StartError::Failed(
+                "pcap: is offline; it runs through the pcap driver".into(),
+            )),
+        }
+    }
+}
+
+/// Pops the next frame a DUT adapter has queued into `buf`: the shared
+/// `poll_transmit` of the adapters that collect a device's frames.
+pub(crate) fn pop_frame(
+    frames: &mut std::collections::VecDeque<(u16, Vec<u8>)>,
+    buf: &mut [u8],
+) -> Option<(u16, usize)> {
+    let (port, f) = frames.pop_front()?;
+    let dst = buf.get_mut(..f.len())?;
+    dst.copy_from_slice(&f);
+    Some((port, f.len()))
+}

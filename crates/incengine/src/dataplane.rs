@@ -1,0 +1,171 @@
+//! The clock-free part of a switch, shared by the tokio runtime
+//! ([`spawn`](crate::spawn)) and the lockstep stdio driver
+//! ([`serve_stdio`](crate::serve_stdio)): one [`IncEngine`], one
+//! [`Router`], their output buffer and the per-port and per-context
+//! attribution. The driver owns time and the ports and passes `now` and a
+//! `send` function into every call. [SW-001] [SW-002]
+//!
+//! Call order per event, as the engine's docs ask: a frame goes to the
+//! engine, and a `NotEpic` frame on to the router, whose output is sent
+//! at once; the engine's queue is drained after every frame (a completed
+//! aggregation fans out to every child) and after every timeout.
+
+use std::io;
+
+use epic_io::{PortStats, MAX_FRAME};
+use epic_proto::engine::{ContextFootprint, Disposition, IncEngine};
+use epic_proto::time::Instant;
+use epic_proto::wire::GroupId;
+
+use crate::attribution::Attribution;
+use crate::counters::SwitchCounters;
+use crate::router::Router;
+use crate::runtime::install;
+use crate::spec::{ContextSpec, SwitchError, SwitchSpec};
+
+/// The engine, the router and their counters, without ports or a clock.
+pub(crate) struct Dataplane {
+    name: String,
+    engine: IncEngine,
+    router: Router,
+    /// Output buffer of the engine and the router.
+    tx: Vec<u8>,
+    attribution: Attribution,
+}
+
+impl Dataplane {
+    /// Builds the switch of `spec` for `ports` ports and installs its
+    /// contexts. Refuses a route or endpoint on a port the switch lacks,
+    /// a bad route, and a context the engine refuses. [SW-001]
+    pub(crate) fn build(spec: SwitchSpec, ports: u16) -> Result<Dataplane, SwitchError> {
+        if let Some((index, r)) = spec
+            .routes
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.port >= ports)
+        {
+            return Err(SwitchError::RoutePort {
+                index,
+                port: r.port,
+                ports,
+            });
+        }
+        let router = Router::new(spec.engine.mac, &spec.all_addresses(), &spec.routes)?;
+        let mut engine = IncEngine::new(spec.engine);
+        for c in &spec.contexts {
+            install(&mut engine, c, ports)?;
+        }
+        let mut attribution = Attribution::new(engine.config().ip, ports);
+        for c in engine.contexts() {
+            attribution.add_context(&c.cfg);
+        }
+        Ok(Dataplane {
+            name: spec.name,
+            engine,
+            router,
+            tx: vec![0; MAX_FRAME],
+            attribution,
+        })
+    }
+
+    /// The switch's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The engine's next deadline.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.engine.poll_timeout()
+    }
+
+    /// Hands one frame to the engine, or to the router when it is not
+    /// EPIC, and sends what that releases.
+    pub(crate) fn handle_frame(
+        &mut self,
+        now: Instant,
+        port: u16,
+        frame: &[u8],
+        send: &mut impl FnMut(u16, &[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let before = self.engine.counters().clone();
+        match self.engine.handle_frame(now, port, frame) {
+            Disposition::Consumed => {
+                self.attribution
+                    .epic_rx(port, frame, &before, self.engine.counters());
+            }
+            Disposition::NotEpic => {
+                let outcome = self.router.handle_frame(port, frame, &mut self.tx);
+                self.attribution.routed_rx(port, outcome);
+                if let Some((out, len)) = outcome.transmit() {
+                    if let Some(f) = self.tx.get(..len) {
+                        send(out, f)?;
+                    }
+                }
+            }
+        }
+        self.drain(now, send)
+    }
+
+    /// Fires the engine's timers due at `now` and sends what that
+    /// releases.
+    pub(crate) fn handle_timeout(
+        &mut self,
+        now: Instant,
+        send: &mut impl FnMut(u16, &[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.engine.handle_timeout(now);
+        self.drain(now, send)
+    }
+
+    /// Sends everything the engine has.
+    fn drain(
+        &mut self,
+        now: Instant,
+        send: &mut impl FnMut(u16, &[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        while let Some((port, len)) = self.engine.poll_transmit(now, &mut self.tx) {
+            if let Some(f) = self.tx.get(..len) {
+                self.attribution.epic_tx(port, f);
+                send(port, f)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Installs a context on a switch of `ports` ports. [ENG-010]
+    pub(crate) fn install(
+        &mut self,
+        spec: &ContextSpec,
+        ports: u16,
+    ) -> Result<ContextFootprint, SwitchError> {
+        let r = install(&mut self.engine, spec, ports);
+        if r.is_ok() {
+            self.attribution.add_context(&spec.config);
+        }
+        r
+    }
+
+    /// Removes a group's context. [ENG-010]
+    pub(crate) fn remove(&mut self, group: GroupId) -> Result<(), SwitchError> {
+        self.engine
+            .remove(group)
+            .map_err(|source| SwitchError::Install { group, source })?;
+        self.attribution
+            .remove_context(group, self.engine.contexts().iter().map(|c| &c.cfg));
+        Ok(())
+    }
+
+    /// A snapshot of every counter, with each port's I/O counters from
+    /// `stats`. [SW-020]
+    pub(crate) fn counters(&self, stats: impl Fn(u16) -> PortStats) -> SwitchCounters {
+        let mut c = SwitchCounters {
+            name: self.name.clone(),
+            engine: self.engine.counters().clone(),
+            router: self.router.counters().clone(),
+            arena_used: self.engine.arena_used(),
+            ..SwitchCounters::default()
+        };
+        self.attribution.snapshot(stats, &mut c);
+        c
+    }
+}
