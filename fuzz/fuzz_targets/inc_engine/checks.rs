@@ -31,12 +31,13 @@ pub(crate) enum Kind {
 
 /// Drop reasons decided before a frame reaches a context: each counts a
 /// frame that bumps no other counter.
-const BEFORE_DISPATCH: [R; 6] = [
+const BEFORE_DISPATCH: [R; 7] = [
     R::Malformed,
     R::BadChecksum,
     R::BadControl,
     R::UnknownQp,
     R::WrongPort,
+    R::WrongSource,
     R::UnsupportedOpcode,
 ];
 
@@ -476,7 +477,9 @@ impl Harness {
                 .map(|ep| (ci, ep))
         })?;
         let e = *self.ctxs[ci].ep(ep);
-        if e.port != port {
+        // The engine drops a frame on another port, or from another source
+        // than the endpoint's peer, before any context sees it. [ENG-016]
+        if e.port != port || f.ipv4.src != e.remote_ip {
             return None;
         }
         let Some(peer) = self.ctxs[ci].peers.get_mut(ep) else {
