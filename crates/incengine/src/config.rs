@@ -338,16 +338,7 @@ struct EndpointEntry {
 
 /// `aa:bb:cc:dd:ee:ff` (or with `-`).
 pub fn parse_mac(s: &str) -> Option<EthernetAddress> {
-    let mut out = [0u8; 6];
-    let mut parts = s.split([':', '-']);
-    for b in &mut out {
-        let p = parts.next()?;
-        if p.len() != 2 {
-            return None;
-        }
-        *b = u8::from_str_radix(p, 16).ok()?;
-    }
-    parts.next().is_none().then_some(EthernetAddress(out))
+    s.parse().ok()
 }
 
 /// `a.b.c.d/n`: the address and the length, host bits not checked.

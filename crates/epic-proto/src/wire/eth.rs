@@ -26,6 +26,38 @@ impl fmt::Display for EthernetAddress {
     }
 }
 
+/// Text that is not a MAC address: six two-digit hex bytes joined by `:`
+/// or `-`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadMacAddress;
+
+impl fmt::Display for BadMacAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("expected a MAC address such as 02:00:00:01:00:00")
+    }
+}
+
+impl core::str::FromStr for EthernetAddress {
+    type Err = BadMacAddress;
+
+    /// `aa:bb:cc:dd:ee:ff` (or with `-`).
+    fn from_str(s: &str) -> Result<EthernetAddress, BadMacAddress> {
+        let mut out = [0u8; 6];
+        let mut parts = s.split([':', '-']);
+        for b in &mut out {
+            let p = parts.next().ok_or(BadMacAddress)?;
+            if p.len() != 2 {
+                return Err(BadMacAddress);
+            }
+            *b = u8::from_str_radix(p, 16).map_err(|_| BadMacAddress)?;
+        }
+        match parts.next() {
+            None => Ok(EthernetAddress(out)),
+            Some(_) => Err(BadMacAddress),
+        }
+    }
+}
+
 enum_with_unknown! {
     /// EtherType codepoints EPIC meets.
     pub enum EtherType(u16) {

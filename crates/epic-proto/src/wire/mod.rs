@@ -56,8 +56,8 @@ pub use epic_header::{
 };
 pub use error::{EmitError, Error, ErrorKind, Layer, ValueTooBig};
 pub use eth::{
-    EtherType, EthernetAddress, EthernetFrame, EthernetRepr, VlanId, VlanPcp, VlanTag,
-    ETHERNET_HEADER_LEN, ETHERNET_VLAN_HEADER_LEN,
+    BadMacAddress, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, VlanId, VlanPcp,
+    VlanTag, ETHERNET_HEADER_LEN, ETHERNET_VLAN_HEADER_LEN,
 };
 pub use ext::ExtHeaders;
 pub use frame::{is_epic_control, FrameLayout, LaxFrame, RoceFrame, RoceFrameRepr};

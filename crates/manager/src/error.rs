@@ -1,0 +1,117 @@
+//! Why a group gets no INC (a fallback verdict, not an error: CommLib runs
+//! the group on host collectives), and the manager's own errors.
+//! [MGR-041]
+
+use serde::{Deserialize, Serialize};
+
+use crate::arena::ArenaError;
+use crate::topology::SwitchId;
+
+/// Why the manager grants a group no in-network tree. CommLib falls back
+/// to host collectives and reports this. [MGR-041]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum Fallback {
+    /// No switch reaches every member going down only, whatever the
+    /// policy allows.
+    #[error("no switch reaches every member")]
+    NoTree,
+    /// Edge-disjoint policy: every candidate tree shares an edge with a
+    /// granted group.
+    #[error("every candidate tree shares an edge with a granted group")]
+    EdgesTaken,
+    /// A switch of every candidate lacks a capability the group needs.
+    #[error("{switch} cannot {what}")]
+    Capability {
+        /// The switch.
+        switch: SwitchId,
+        /// What it lacks.
+        what: String,
+    },
+    /// Every candidate has a switch without the SRAM the group needs.
+    #[error("{switch}: {error}")]
+    Sram {
+        /// The switch.
+        switch: SwitchId,
+        /// The arena's refusal.
+        error: ArenaError,
+    },
+    /// Every candidate has a switch holding its maximum of contexts.
+    #[error("{switch} holds its maximum of {max} contexts")]
+    MaxGroups {
+        /// The switch.
+        switch: SwitchId,
+        /// Its maximum.
+        max: u32,
+    },
+    /// A switch of every candidate would need more tree edges than it
+    /// can give one context.
+    #[error("{switch} would need {edges} tree edges, at most {max}")]
+    FanIn {
+        /// The switch.
+        switch: SwitchId,
+        /// Edges needed.
+        edges: usize,
+        /// Its maximum.
+        max: u32,
+    },
+    /// Spatial policy: no candidate has the bandwidth the group reserves
+    /// on every edge.
+    #[error("no candidate tree has {gbps} Gbit/s free on every edge")]
+    Bandwidth {
+        /// Gbit/s asked for.
+        gbps: u32,
+    },
+    /// A switch of the tree has no live agent.
+    #[error("{0} has no live agent")]
+    AgentDown(SwitchId),
+    /// A switch refused the install; every switch was rolled back.
+    #[error("{switch} refused the install: {why}")]
+    InstallFailed {
+        /// The switch.
+        switch: SwitchId,
+        /// Its reason.
+        why: String,
+    },
+}
+
+/// A request the manager refuses outright (the caller's mistake or the
+/// manager's state), as opposed to a [`Fallback`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManagerError {
+    /// A member's address is no host of the topology.
+    #[error("member {rank} ({ip}) is not a host of the topology")]
+    UnknownMember {
+        /// Its rank.
+        rank: usize,
+        /// Its address.
+        ip: std::net::Ipv4Addr,
+    },
+    /// Two ranks on the same host NIC.
+    #[error("ranks {0} and {1} are on the same host")]
+    SharedHost(usize, usize),
+    /// Fewer than two ranks, or more than the wire allows.
+    #[error("a group has 2 to 65535 ranks, not {0}")]
+    GroupSize(usize),
+    /// A parameter out of range.
+    #[error("{what} = {value}: {why}")]
+    BadParameter {
+        /// The parameter.
+        what: &'static str,
+        /// Its value.
+        value: u64,
+        /// The range.
+        why: &'static str,
+    },
+    /// No group of that name or id.
+    #[error("no group {0}")]
+    NoSuchGroup(String),
+    /// The same name asked again with different parameters.
+    #[error("group {0} exists with other parameters")]
+    Conflict(String),
+    /// Every group id is taken.
+    #[error("no group id left")]
+    NoGroupId,
+    /// The store failed.
+    #[error("store: {0}")]
+    Store(String),
+}

@@ -1,0 +1,268 @@
+//! What CommLib asks for (`InitGroup`) and the local contexts a placed tree
+//! becomes: one per switch for the resync profile, 2K+1 per switch for
+//! the per-pattern profile. [MGR-040]
+
+use std::net::Ipv4Addr;
+
+use epic_proto::engine::{
+    ContextConfig, ContextFootprint, EndpointConfig, Mode, PatternBinding, Peer, PsnAlignment,
+};
+use epic_proto::wire::{GroupId, Qpn};
+use serde::{Deserialize, Serialize};
+
+use crate::topology::{HostId, SwitchId, Topology};
+use crate::tree::PlacedTree;
+
+/// One rank of a group: where its NIC is and the QP it opens toward its
+/// first-hop switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    /// The NIC's IPv4 address (a host of the topology).
+    pub ip: Ipv4Addr,
+    /// The rank's QP number (lane 0 of a per-pattern group; lane l is
+    /// this + l·4096, as [`lane_qpn`] numbers it).
+    pub qpn: Qpn,
+}
+
+/// Which way the spatial policy leans among Pareto-optimal trees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum Preference {
+    /// The shallowest tree (synchronization, small messages).
+    #[default]
+    Latency,
+    /// The widest tree (bandwidth and SRAM to spare, bulk data).
+    Throughput,
+}
+
+/// An `InitGroup` request. [MGR-040]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupRequest {
+    /// The caller's name for the group (a communicator id): `InitGroup`
+    /// with a name that is already granted returns that grant.
+    pub name: String,
+    /// Ranks in rank order.
+    pub members: Vec<Member>,
+    /// The mode asked for; `None` lets the manager pick (Mode III where
+    /// every switch of the tree runs it, else II, else I).
+    pub mode: Option<Mode>,
+    /// Path MTU: payload bytes per packet (256…4096).
+    pub mtu: u32,
+    /// W: messages each rank keeps in flight.
+    pub window: u32,
+    /// M: packets per message.
+    pub message_packets: u32,
+    /// Reserve per-child buffers for reproducible reductions.
+    pub reproducible: bool,
+    /// Install the 2K+1 per-pattern contexts instead of the resync one.
+    /// [CTL-050]
+    pub per_pattern: bool,
+    /// Bandwidth the group reserves on every tree edge under the spatial
+    /// policy, Gbit/s (0: none).
+    pub gbps: u32,
+    /// Share of the time the group holds its buffers, in thousandths
+    /// (1…1000): the temporal policy's weight. 1000 under the others.
+    pub duty_permille: u16,
+    /// Spatial policy: which end of the Pareto frontier.
+    pub preference: Preference,
+}
+
+impl GroupRequest {
+    /// A resync-profile request with the lab's defaults: MTU 1024, W 4,
+    /// M 1, full duty cycle.
+    pub fn new(name: impl Into<String>, members: Vec<Member>) -> GroupRequest {
+        GroupRequest {
+            name: name.into(),
+            members,
+            mode: None,
+            mtu: 1024,
+            window: 4,
+            message_packets: 1,
+            reproducible: false,
+            per_pattern: false,
+            gbps: 0,
+            duty_permille: 1000,
+            preference: Preference::Latency,
+        }
+    }
+
+    /// The members' hosts, in rank order; `None` names the first member
+    /// that is not a host of `topo`.
+    pub fn hosts(&self, topo: &Topology) -> Result<Vec<HostId>, Ipv4Addr> {
+        self.members
+            .iter()
+            .map(|m| topo.host_at(m.ip).ok_or(m.ip))
+            .collect()
+    }
+
+    /// N for `mode`: Mode I posts 2W message buffers per edge; Modes II
+    /// and III hold 2(M·W + 1) slots, rounded up to a power of two.
+    /// [M1-010] [M2-010] [M3-010]
+    pub fn slots(&self, mode: Mode) -> u32 {
+        match mode {
+            Mode::Terminated => self.window.saturating_mul(2),
+            _ => self
+                .message_packets
+                .saturating_mul(self.window)
+                .saturating_add(1)
+                .saturating_mul(2)
+                .checked_next_power_of_two()
+                .unwrap_or(u32::MAX),
+        }
+    }
+}
+
+/// The QP number of per-pattern lane `lane` of an endpoint whose lane-0
+/// QPN is `base`: base + lane·4096.
+pub fn lane_qpn(base: Qpn, lane: usize) -> Qpn {
+    let lane = u32::try_from(lane).unwrap_or(u32::MAX);
+    Qpn::try_new(base.value().saturating_add(lane.saturating_mul(4096))).unwrap_or_default()
+}
+
+/// The lanes a group installs: one for resync, 2K+1 bindings for
+/// per-pattern.
+pub fn lanes(ranks: u16, per_pattern: bool) -> Vec<PsnAlignment> {
+    if per_pattern {
+        PatternBinding::all(ranks)
+            .map(PsnAlignment::PerPattern)
+            .collect()
+    } else {
+        vec![PsnAlignment::Resync]
+    }
+}
+
+/// One switch's part of a granted group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwitchPart {
+    /// The switch.
+    pub switch: SwitchId,
+    /// Its contexts (one per lane).
+    pub contexts: Vec<ContextConfig>,
+    /// Arena bytes they take together.
+    pub sram: u64,
+}
+
+/// The switch-side QPNs of a tree: for node i and lane l, one QPN per
+/// endpoint of node i's context, in endpoint order (children, hosts,
+/// parent).
+pub type QpnPlan = Vec<Vec<Vec<Qpn>>>;
+
+/// The endpoint order of node `i`: children nodes, then member hosts,
+/// then the parent.
+pub fn endpoint_count(tree: &PlacedTree, i: usize) -> usize {
+    tree.fan_in(i)
+}
+
+/// Builds every switch's contexts for `tree` in `mode`, with the
+/// switch-side QPNs of `qpns`. [MGR-040] [ENG-010]
+pub fn contexts(
+    topo: &Topology,
+    tree: &PlacedTree,
+    req: &GroupRequest,
+    group: GroupId,
+    mode: Mode,
+    qpns: &QpnPlan,
+) -> Option<Vec<SwitchPart>> {
+    let ranks = u16::try_from(tree.members.len()).ok()?;
+    let lanes = lanes(ranks, req.per_pattern);
+    let mut parts = Vec::with_capacity(tree.nodes.len());
+    // Which endpoint index of node p leads to child node c.
+    let child_slot = |p: usize, c: usize| tree.children(p).position(|x| x == c);
+    for (i, node) in tree.nodes.iter().enumerate() {
+        let me = topo.switch(node.switch)?;
+        let mut contexts = Vec::with_capacity(lanes.len());
+        let mut sram = 0u64;
+        for (lane, alignment) in lanes.iter().enumerate() {
+            let local = |e: usize| qpns.get(i)?.get(lane)?.get(e).copied();
+            let mut endpoints = Vec::new();
+            let mut route = vec![u16::MAX; usize::from(ranks)];
+            for c in tree.children(i) {
+                let child = tree.nodes.get(c)?;
+                let (_, link) = child.parent?;
+                let (mine, far) = topo.link(link)?.from_side(node.switch)?;
+                let other = topo.switch(far.switch)?;
+                // The child's parent endpoint is its last.
+                let their_last = endpoint_count(tree, c).checked_sub(1)?;
+                let ep = u16::try_from(endpoints.len()).ok()?;
+                endpoints.push(EndpointConfig {
+                    port: mine.port,
+                    local_qpn: local(endpoints.len())?,
+                    remote_qpn: qpns.get(c)?.get(lane)?.get(their_last).copied()?,
+                    remote_mac: other.mac,
+                    remote_ip: other.ip,
+                    peer: Peer::Switch,
+                });
+                for h in subtree_hosts(tree, c) {
+                    let r = tree.members.iter().position(|m| *m == h)?;
+                    *route.get_mut(r)? = ep;
+                }
+            }
+            for h in &node.hosts {
+                let host = topo.host(*h)?;
+                let r = tree.members.iter().position(|m| m == h)?;
+                let member = req.members.get(r)?;
+                *route.get_mut(r)? = u16::try_from(endpoints.len()).ok()?;
+                endpoints.push(EndpointConfig {
+                    port: host.port,
+                    local_qpn: local(endpoints.len())?,
+                    remote_qpn: lane_qpn(member.qpn, lane),
+                    remote_mac: host.mac,
+                    remote_ip: host.ip,
+                    peer: Peer::Rank(u16::try_from(r).ok()?),
+                });
+            }
+            let mut parent = None;
+            if let Some((p, link)) = node.parent {
+                let (mine, far) = topo.link(link)?.from_side(node.switch)?;
+                let other = topo.switch(far.switch)?;
+                let slot = child_slot(p, i)?;
+                let ep = u16::try_from(endpoints.len()).ok()?;
+                parent = Some(ep);
+                endpoints.push(EndpointConfig {
+                    port: mine.port,
+                    local_qpn: local(endpoints.len())?,
+                    remote_qpn: qpns.get(p)?.get(lane)?.get(slot).copied()?,
+                    remote_mac: other.mac,
+                    remote_ip: other.ip,
+                    peer: Peer::Switch,
+                });
+                for r in route.iter_mut().filter(|r| **r == u16::MAX) {
+                    *r = ep;
+                }
+            }
+            let cfg = ContextConfig {
+                group,
+                mode,
+                ranks,
+                endpoints,
+                parent,
+                route,
+                slots: req.slots(mode),
+                message_packets: req.message_packets,
+                max_payload: u16::try_from(req.mtu.min(me.caps.mtu)).unwrap_or(4096),
+                reproducible: req.reproducible,
+                alignment: *alignment,
+            };
+            sram = sram.saturating_add(ContextFootprint::of(&cfg).total() as u64);
+            contexts.push(cfg);
+        }
+        parts.push(SwitchPart {
+            switch: node.switch,
+            contexts,
+            sram,
+        });
+    }
+    Some(parts)
+}
+
+/// Member hosts under node `i` (itself included).
+fn subtree_hosts(tree: &PlacedTree, i: usize) -> Vec<HostId> {
+    let mut out = Vec::new();
+    let mut stack = vec![i];
+    while let Some(n) = stack.pop() {
+        if let Some(node) = tree.nodes.get(n) {
+            out.extend(node.hosts.iter().copied());
+        }
+        stack.extend(tree.children(n));
+    }
+    out
+}

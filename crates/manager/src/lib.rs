@@ -1,0 +1,22 @@
+//! The EPIC control plane (paper §3.3.1 and §6): the IncManager's global
+//! view of the fabric ([`topology`]), IncTree placement under the three
+//! policies of §6.2 ([`policy`]), the per-switch SRAM arena behind the
+//! indirection layer ([`arena`]), and the group lifecycle that installs
+//! every switch of a tree or none ([`registry`]). [MGR-001]
+
+pub mod arena;
+pub mod error;
+pub mod group;
+pub mod policy;
+pub mod registry;
+pub mod resources;
+pub mod topology;
+pub mod tree;
+
+pub use arena::{Arena, ArenaError, Region};
+pub use error::{Fallback, ManagerError};
+pub use group::{GroupRequest, Member};
+pub use policy::Policy;
+pub use registry::{GroupState, InitOutcome, Registry};
+pub use topology::{Capabilities, HostId, LinkId, SwitchId, Topology};
+pub use tree::{Edge, PlacedTree};

@@ -1,0 +1,12 @@
+//! The fabric the manager places trees on.
+
+mod clos;
+mod file;
+mod model;
+
+pub use clos::ClosSpec;
+pub use file::{parse_topology, TopologyFileError};
+pub use model::{
+    Bits, Capabilities, Host, HostId, Link, LinkEnd, LinkId, Switch, SwitchId, Topology,
+    TopologyError,
+};
