@@ -13,6 +13,7 @@ mod capture;
 mod conformance;
 mod decode;
 mod lab;
+mod manager;
 mod sim;
 mod switch;
 
@@ -38,6 +39,9 @@ enum Command {
     /// in-memory links, ranks running commlib) and run every collective in
     /// every mode, each result checked against a host-side reference.
     Lab(Box<lab::LabArgs>),
+    /// The IncManager: `serve` places trees, allocates switch SRAM and
+    /// installs contexts through the switches' agents; `status` shows it.
+    Manager(manager::ManagerArgs),
     /// Run collectives on the packet simulator and report algorithm
     /// throughput (every result checked against a host-side reference).
     Sim(Box<sim::SimArgs>),
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
         Command::Decode(args) => decode::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Lab(args) => lab::run(args),
+        Command::Manager(args) => manager::run(args),
         Command::Switch(args) => switch::run(args),
     }
 }

@@ -153,7 +153,9 @@ pub fn endpoint_count(tree: &PlacedTree, i: usize) -> usize {
 }
 
 /// Builds every switch's contexts for `tree` in `mode`, with the
-/// switch-side QPNs of `qpns`. [MGR-040] [ENG-010]
+/// switch-side QPNs of `qpns`. A per-pattern group runs as 2K + 1 groups:
+/// lane l's contexts carry group id `group` + l. [MGR-040] [ENG-010]
+/// [CTL-050]
 pub fn contexts(
     topo: &Topology,
     tree: &PlacedTree,
@@ -229,8 +231,9 @@ pub fn contexts(
                     *r = ep;
                 }
             }
+            // Lane l of a per-pattern group is group id + l. [CTL-050]
             let cfg = ContextConfig {
-                group,
+                group: GroupId(group.0.saturating_add(u32::try_from(lane).ok()?)),
                 mode,
                 ranks,
                 endpoints,

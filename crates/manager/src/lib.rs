@@ -4,12 +4,20 @@
 //! indirection layer ([`arena`]), and the group lifecycle that installs
 //! every switch of a tree or none ([`registry`]). [MGR-001]
 
+pub mod agent;
 pub mod arena;
+pub mod board;
+pub mod client;
+pub mod convert;
 pub mod error;
+pub mod fabric;
 pub mod group;
+pub mod pb;
 pub mod policy;
 pub mod registry;
 pub mod resources;
+pub mod service;
+pub mod store;
 pub mod topology;
 pub mod tree;
 

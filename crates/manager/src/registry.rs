@@ -136,12 +136,42 @@ impl Registry {
         &self.down
     }
 
-    fn fresh_id(&mut self) -> Result<GroupId, ManagerError> {
-        for _ in 0..=u32::MAX {
-            let id = GroupId(self.next_id);
-            self.next_id = self.next_id.checked_add(1).unwrap_or(FIRST_GROUP_ID);
-            if !self.states.contains_key(&id) {
-                return Ok(id);
+    /// The first of `count` consecutive group ids no grant uses (a
+    /// per-pattern group takes one per lane).
+    fn fresh_ids(&mut self, count: u32) -> Result<GroupId, ManagerError> {
+        let used: Vec<(u32, u32)> = self
+            .res
+            .grants()
+            .values()
+            .map(|g| {
+                (
+                    g.group.0,
+                    g.parts.first().map_or(1, |p| p.part.contexts.len() as u32),
+                )
+            })
+            .collect();
+        let clash = |start: u32| {
+            used.iter()
+                .any(|&(g, n)| start < g.saturating_add(n) && g < start.saturating_add(count))
+        };
+        for _ in 0..=used.len() {
+            let start = self.next_id;
+            if start.checked_add(count).is_none() {
+                self.next_id = FIRST_GROUP_ID;
+                continue;
+            }
+            self.next_id = start + count;
+            if !clash(start) {
+                return Ok(GroupId(start));
+            }
+            // Skip past whatever clashed.
+            if let Some(end) = used
+                .iter()
+                .filter(|&&(g, n)| start < g.saturating_add(n) && g < start + count)
+                .map(|&(g, n)| g.saturating_add(n))
+                .max()
+            {
+                self.next_id = end;
             }
         }
         Err(ManagerError::NoGroupId)
@@ -167,7 +197,15 @@ impl Registry {
                 .unwrap_or(GroupState::Installing);
             return Ok(InitOutcome::Existing(grant.clone(), state));
         }
-        let id = self.fresh_id()?;
+        let lanes = if req.per_pattern {
+            u32::try_from(req.members.len())
+                .map_err(|_| ManagerError::GroupSize(req.members.len()))?
+                .saturating_mul(2)
+                .saturating_add(1)
+        } else {
+            1
+        };
+        let id = self.fresh_ids(lanes)?;
         let down = self.down.clone();
         match self
             .res
@@ -236,6 +274,12 @@ impl Registry {
             }
         }
         broken
+    }
+
+    /// Sets the switches without a live agent (after rebuilding the
+    /// registry on a changed topology); group states are left as they are.
+    pub fn set_down(&mut self, down: BTreeSet<SwitchId>) {
+        self.down = down;
     }
 
     /// A switch's agent is back.

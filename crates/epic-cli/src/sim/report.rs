@@ -152,7 +152,7 @@ pub(crate) struct Row {
 pub(crate) fn size_label(bytes: u64) -> String {
     for (shift, suffix) in [(30, "G"), (20, "M"), (10, "K")] {
         let unit = 1u64 << shift;
-        if bytes >= unit && bytes % unit == 0 {
+        if bytes >= unit && bytes.is_multiple_of(unit) {
             return format!("{}{suffix}", bytes / unit);
         }
     }

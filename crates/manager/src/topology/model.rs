@@ -329,6 +329,18 @@ impl Topology {
         Ok(topo)
     }
 
+    /// No switches, hosts or links: a manager before any agent registers.
+    pub fn empty() -> Topology {
+        Topology {
+            switches: Vec::new(),
+            hosts: Vec::new(),
+            links: Vec::new(),
+            adjacency: Vec::new(),
+            attached: Vec::new(),
+            tiers: Vec::new(),
+        }
+    }
+
     /// Breadth-first from every switch with hosts.
     fn compute_tiers(&self) -> Vec<Option<u8>> {
         let mut tiers = vec![None; self.switches.len()];

@@ -1,0 +1,159 @@
+//! The manager's clients: CommLib's `InitGroup`/`DestroyGroup` and the
+//! operator's queries, with the token on every call. [MGR-060]
+
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Request, Status};
+
+use crate::convert::request_to_pb;
+use crate::group::GroupRequest;
+use crate::pb;
+use crate::pb::admin_service_client::AdminServiceClient;
+use crate::pb::comm_lib_service_client::CommLibServiceClient;
+
+/// Why a call to the manager failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The address is not a valid endpoint.
+    #[error("manager address {0:?}: {1}")]
+    Address(String, String),
+    /// No connection.
+    #[error("cannot reach the manager at {0}: {1}")]
+    Connect(String, String),
+    /// The manager answered with an error status.
+    #[error("manager: {}: {}", .0.code(), .0.message())]
+    Status(#[from] Status),
+    /// The token cannot be sent as a header.
+    #[error("the token is not a valid header value")]
+    BadToken,
+    /// An answer without its verdict.
+    #[error("the manager's answer lacks {0}")]
+    Incomplete(&'static str),
+}
+
+impl ClientError {
+    /// The manager's status code, when it answered with one.
+    pub fn code(&self) -> Option<tonic::Code> {
+        match self {
+            ClientError::Status(s) => Some(s.code()),
+            _ => None,
+        }
+    }
+}
+
+/// Adds `authorization: Bearer <token>`.
+#[derive(Debug, Clone)]
+pub struct Token(tonic::metadata::MetadataValue<tonic::metadata::Ascii>);
+
+impl Token {
+    /// The header value for `token`.
+    pub fn new(token: &str) -> Result<Token, ClientError> {
+        format!("Bearer {token}")
+            .parse()
+            .map(Token)
+            .map_err(|_| ClientError::BadToken)
+    }
+}
+
+impl tonic::service::Interceptor for Token {
+    fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
+        req.metadata_mut().insert("authorization", self.0.clone());
+        Ok(req)
+    }
+}
+
+/// A channel to the manager at `addr` (`host:port` or a URL).
+pub async fn connect(addr: &str) -> Result<Channel, ClientError> {
+    let url = if addr.contains("://") {
+        addr.to_string()
+    } else {
+        format!("http://{addr}")
+    };
+    let ep = Endpoint::from_shared(url.clone())
+        .map_err(|e| ClientError::Address(addr.into(), e.to_string()))?;
+    ep.connect()
+        .await
+        .map_err(|e| ClientError::Connect(url, e.to_string()))
+}
+
+/// What `InitGroup` answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// INC granted and installed.
+    Granted(pb::Granted),
+    /// Run host collectives, for this reason.
+    Fallback(String),
+}
+
+/// CommLib's and the operator's client.
+#[derive(Debug, Clone)]
+pub struct ManagerClient {
+    commlib: CommLibServiceClient<InterceptedService<Channel, Token>>,
+    admin: AdminServiceClient<InterceptedService<Channel, Token>>,
+}
+
+impl ManagerClient {
+    /// Connects to `addr` with `token`.
+    pub async fn connect(addr: &str, token: &str) -> Result<ManagerClient, ClientError> {
+        let ch = connect(addr).await?;
+        let t = Token::new(token)?;
+        Ok(ManagerClient {
+            commlib: CommLibServiceClient::with_interceptor(ch.clone(), t.clone()),
+            admin: AdminServiceClient::with_interceptor(ch, t),
+        })
+    }
+
+    /// `InitGroup`.
+    pub async fn init_group(&mut self, req: &GroupRequest) -> Result<Verdict, ClientError> {
+        let r = self
+            .commlib
+            .init_group(request_to_pb(req))
+            .await?
+            .into_inner();
+        match r.verdict {
+            Some(pb::init_group_reply::Verdict::Granted(g)) => Ok(Verdict::Granted(g)),
+            Some(pb::init_group_reply::Verdict::Fallback(why)) => Ok(Verdict::Fallback(why)),
+            None => Err(ClientError::Incomplete("a verdict")),
+        }
+    }
+
+    /// `DestroyGroup`.
+    pub async fn destroy_group(&mut self, name: &str) -> Result<(), ClientError> {
+        self.commlib
+            .destroy_group(pb::DestroyGroupRequest { name: name.into() })
+            .await?;
+        Ok(())
+    }
+
+    /// `GroupStatus`.
+    pub async fn group_status(&mut self, name: &str) -> Result<pb::GroupStatusReply, ClientError> {
+        Ok(self
+            .commlib
+            .group_status(pb::GroupStatusRequest { name: name.into() })
+            .await?
+            .into_inner())
+    }
+
+    /// The topology as the manager sees it.
+    pub async fn topology(&mut self) -> Result<pb::TopologyReply, ClientError> {
+        Ok(self
+            .admin
+            .topology(pb::TopologyRequest {})
+            .await?
+            .into_inner())
+    }
+
+    /// Every group.
+    pub async fn groups(&mut self) -> Result<pb::GroupsReply, ClientError> {
+        Ok(self.admin.groups(pb::GroupsRequest {}).await?.into_inner())
+    }
+
+    /// Every arena allocation.
+    pub async fn allocations(&mut self) -> Result<pb::AllocationsReply, ClientError> {
+        Ok(self
+            .admin
+            .allocations(pb::AllocationsRequest {})
+            .await?
+            .into_inner())
+    }
+}

@@ -1,0 +1,345 @@
+//! Between the wire contract ([`crate::pb`]) and the manager's and the
+//! engine's types. Every conversion from the wire is checked: a bad value
+//! is a typed error naming the field, never a panic. [MGR-060]
+
+use std::net::Ipv4Addr;
+
+use epic_proto::engine::{ContextConfig, EndpointConfig, Mode, PatternBinding, Peer, PsnAlignment};
+use epic_proto::wire::{EthernetAddress, GroupId, Qpn};
+
+use crate::arena::Region;
+use crate::group::{GroupRequest, Member, Preference};
+use crate::pb;
+use crate::topology::{Bits, Capabilities};
+
+/// A field of a message that does not hold a valid value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("field {field}: {why}")]
+pub struct BadField {
+    /// The field.
+    pub field: &'static str,
+    /// What is wrong.
+    pub why: String,
+}
+
+fn bad(field: &'static str, why: impl Into<String>) -> BadField {
+    BadField {
+        field,
+        why: why.into(),
+    }
+}
+
+/// A mode from its number.
+pub fn mode_of(field: &'static str, n: u32) -> Result<Mode, BadField> {
+    match n {
+        1 => Ok(Mode::Terminated),
+        2 => Ok(Mode::Translated),
+        3 => Ok(Mode::Augmented),
+        _ => Err(bad(field, format!("mode {n}: expected 1, 2 or 3"))),
+    }
+}
+
+/// A MAC address from 6 bytes.
+pub fn mac_of(field: &'static str, b: &[u8]) -> Result<EthernetAddress, BadField> {
+    <[u8; 6]>::try_from(b)
+        .map(EthernetAddress)
+        .map_err(|_| bad(field, format!("{} bytes, a MAC address has 6", b.len())))
+}
+
+fn qpn_of(field: &'static str, n: u32) -> Result<Qpn, BadField> {
+    Qpn::try_new(n).map_err(|_| bad(field, format!("QPN {n} is wider than 24 bits")))
+}
+
+fn u16_of(field: &'static str, n: u32) -> Result<u16, BadField> {
+    u16::try_from(n).map_err(|_| bad(field, format!("{n} is above 65535")))
+}
+
+fn bits(v: &[u32]) -> Bits {
+    Bits::of(v.iter().filter_map(|x| u8::try_from(*x).ok()))
+}
+
+fn list(b: Bits) -> Vec<u32> {
+    (0..32u8).filter(|x| b.has(*x)).map(u32::from).collect()
+}
+
+impl From<&Capabilities> for pb::Capabilities {
+    fn from(c: &Capabilities) -> pb::Capabilities {
+        pb::Capabilities {
+            modes: list(c.modes),
+            data_types: list(c.data_types),
+            ops: list(c.ops),
+            collectives: list(c.collectives),
+            sram_bytes: c.sram_bytes,
+            max_groups: c.max_groups,
+            max_fan_in: c.max_fan_in,
+            mtu: c.mtu,
+        }
+    }
+}
+
+impl From<&pb::Capabilities> for Capabilities {
+    fn from(c: &pb::Capabilities) -> Capabilities {
+        Capabilities {
+            modes: bits(&c.modes),
+            data_types: bits(&c.data_types),
+            ops: bits(&c.ops),
+            collectives: bits(&c.collectives),
+            sram_bytes: c.sram_bytes,
+            max_groups: c.max_groups,
+            max_fan_in: c.max_fan_in,
+            mtu: c.mtu,
+        }
+    }
+}
+
+impl From<Region> for pb::Region {
+    fn from(r: Region) -> pb::Region {
+        pb::Region {
+            offset: r.offset,
+            len: r.len,
+        }
+    }
+}
+
+impl From<&pb::Region> for Region {
+    fn from(r: &pb::Region) -> Region {
+        Region {
+            offset: r.offset,
+            len: r.len,
+        }
+    }
+}
+
+/// A context for the wire.
+pub fn context_to_pb(c: &ContextConfig) -> pb::Context {
+    pb::Context {
+        group: c.group.0,
+        mode: u32::from(c.mode.number()),
+        ranks: u32::from(c.ranks),
+        endpoints: c
+            .endpoints
+            .iter()
+            .map(|e| pb::Endpoint {
+                port: u32::from(e.port),
+                local_qpn: e.local_qpn.value(),
+                remote_qpn: e.remote_qpn.value(),
+                remote_mac: e.remote_mac.0.to_vec(),
+                remote_ip: u32::from(e.remote_ip),
+                rank: match e.peer {
+                    Peer::Rank(r) => Some(u32::from(r)),
+                    Peer::Switch => None,
+                },
+            })
+            .collect(),
+        parent: c.parent.map(u32::from),
+        route: c.route.iter().map(|r| u32::from(*r)).collect(),
+        slots: c.slots,
+        message_packets: c.message_packets,
+        max_payload: u32::from(c.max_payload),
+        reproducible: c.reproducible,
+        per_pattern: match c.alignment {
+            PsnAlignment::Resync => None,
+            PsnAlignment::PerPattern(b) => Some(match b {
+                PatternBinding::AllReduce => pb::PatternBinding {
+                    kind: pb::pattern_binding::Kind::AllReduce.into(),
+                    root: 0,
+                },
+                PatternBinding::Reduce { root } => pb::PatternBinding {
+                    kind: pb::pattern_binding::Kind::Reduce.into(),
+                    root: u32::from(root),
+                },
+                PatternBinding::Broadcast { root } => pb::PatternBinding {
+                    kind: pb::pattern_binding::Kind::Broadcast.into(),
+                    root: u32::from(root),
+                },
+            }),
+        },
+    }
+}
+
+/// A context from the wire; the engine still validates it on install.
+pub fn context_from_pb(c: &pb::Context) -> Result<ContextConfig, BadField> {
+    let endpoints = c
+        .endpoints
+        .iter()
+        .map(|e| {
+            Ok(EndpointConfig {
+                port: u16_of("endpoint.port", e.port)?,
+                local_qpn: qpn_of("endpoint.local_qpn", e.local_qpn)?,
+                remote_qpn: qpn_of("endpoint.remote_qpn", e.remote_qpn)?,
+                remote_mac: mac_of("endpoint.remote_mac", &e.remote_mac)?,
+                remote_ip: Ipv4Addr::from(e.remote_ip),
+                peer: match e.rank {
+                    Some(r) => Peer::Rank(u16_of("endpoint.rank", r)?),
+                    None => Peer::Switch,
+                },
+            })
+        })
+        .collect::<Result<Vec<_>, BadField>>()?;
+    let alignment = match &c.per_pattern {
+        None => PsnAlignment::Resync,
+        Some(b) => {
+            let root = u16_of("per_pattern.root", b.root)?;
+            PsnAlignment::PerPattern(match pb::pattern_binding::Kind::try_from(b.kind) {
+                Ok(pb::pattern_binding::Kind::AllReduce) => PatternBinding::AllReduce,
+                Ok(pb::pattern_binding::Kind::Reduce) => PatternBinding::Reduce { root },
+                Ok(pb::pattern_binding::Kind::Broadcast) => PatternBinding::Broadcast { root },
+                _ => return Err(bad("per_pattern.kind", format!("kind {}", b.kind))),
+            })
+        }
+    };
+    Ok(ContextConfig {
+        group: GroupId(c.group),
+        mode: mode_of("mode", c.mode)?,
+        ranks: u16_of("ranks", c.ranks)?,
+        endpoints,
+        parent: c.parent.map(|p| u16_of("parent", p)).transpose()?,
+        route: c
+            .route
+            .iter()
+            .map(|r| u16_of("route", *r))
+            .collect::<Result<_, _>>()?,
+        slots: c.slots,
+        message_packets: c.message_packets,
+        max_payload: u16_of("max_payload", c.max_payload)?,
+        reproducible: c.reproducible,
+        alignment,
+    })
+}
+
+/// An `InitGroup` request from the wire.
+pub fn request_from_pb(r: &pb::InitGroupRequest) -> Result<GroupRequest, BadField> {
+    if r.name.is_empty() {
+        return Err(bad("name", "empty"));
+    }
+    let members = r
+        .members
+        .iter()
+        .map(|m| {
+            Ok(Member {
+                ip: Ipv4Addr::from(m.ip),
+                qpn: qpn_of("members.qpn", m.qpn)?,
+            })
+        })
+        .collect::<Result<Vec<_>, BadField>>()?;
+    let mode = match r.mode {
+        0 => None,
+        n => Some(mode_of("mode", n)?),
+    };
+    let duty = match r.duty_permille {
+        0 => 1000,
+        n => u16::try_from(n).map_err(|_| bad("duty_permille", format!("{n} is above 1000")))?,
+    };
+    let preference = match pb::Preference::try_from(r.preference) {
+        Ok(pb::Preference::Latency) => Preference::Latency,
+        Ok(pb::Preference::Throughput) => Preference::Throughput,
+        Err(_) => return Err(bad("preference", format!("{}", r.preference))),
+    };
+    Ok(GroupRequest {
+        name: r.name.clone(),
+        members,
+        mode,
+        mtu: r.mtu,
+        window: r.window,
+        message_packets: r.message_packets,
+        reproducible: r.reproducible,
+        per_pattern: r.per_pattern,
+        gbps: r.gbps,
+        duty_permille: duty,
+        preference,
+    })
+}
+
+/// A request for the wire (CommLib's side).
+pub fn request_to_pb(r: &GroupRequest) -> pb::InitGroupRequest {
+    pb::InitGroupRequest {
+        name: r.name.clone(),
+        members: r
+            .members
+            .iter()
+            .map(|m| pb::Member {
+                ip: u32::from(m.ip),
+                qpn: m.qpn.value(),
+            })
+            .collect(),
+        mode: r.mode.map_or(0, |m| u32::from(m.number())),
+        mtu: r.mtu,
+        window: r.window,
+        message_packets: r.message_packets,
+        reproducible: r.reproducible,
+        per_pattern: r.per_pattern,
+        gbps: r.gbps,
+        duty_permille: u32::from(r.duty_permille),
+        preference: match r.preference {
+            Preference::Latency => pb::Preference::Latency.into(),
+            Preference::Throughput => pb::Preference::Throughput.into(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::lanes;
+
+    /// [MGR-060] Contexts and requests survive the wire unchanged; bad
+    /// fields are named.
+    #[test]
+    fn round_trips() {
+        for alignment in lanes(3, true) {
+            let c = ContextConfig {
+                group: GroupId(9),
+                mode: Mode::Augmented,
+                ranks: 3,
+                endpoints: vec![EndpointConfig {
+                    port: 2,
+                    local_qpn: Qpn::try_new(0x1001).unwrap(),
+                    remote_qpn: Qpn::try_new(0x101).unwrap(),
+                    remote_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
+                    remote_ip: Ipv4Addr::new(10, 0, 0, 1),
+                    peer: Peer::Rank(1),
+                }],
+                parent: Some(0),
+                route: vec![0, 0, 0],
+                slots: 16,
+                message_packets: 2,
+                max_payload: 1024,
+                reproducible: true,
+                alignment,
+            };
+            assert_eq!(context_from_pb(&context_to_pb(&c)).unwrap(), c);
+        }
+        let mut r = GroupRequest::new(
+            "job-1",
+            vec![Member {
+                ip: Ipv4Addr::new(10, 0, 0, 3),
+                qpn: Qpn::try_new(0x103).unwrap(),
+            }],
+        );
+        r.mode = Some(Mode::Translated);
+        r.preference = Preference::Throughput;
+        r.duty_permille = 250;
+        assert_eq!(request_from_pb(&request_to_pb(&r)).unwrap(), r);
+        let mut p = context_to_pb(&ContextConfig {
+            group: GroupId(1),
+            mode: Mode::Translated,
+            ranks: 2,
+            endpoints: Vec::new(),
+            parent: None,
+            route: Vec::new(),
+            slots: 4,
+            message_packets: 1,
+            max_payload: 256,
+            reproducible: false,
+            alignment: PsnAlignment::Resync,
+        });
+        p.mode = 7;
+        assert_eq!(context_from_pb(&p).unwrap_err().field, "mode");
+        p.mode = 2;
+        p.route = vec![70000];
+        assert_eq!(context_from_pb(&p).unwrap_err().field, "route");
+        let mut q = request_to_pb(&r);
+        q.members[0].qpn = 1 << 24;
+        assert_eq!(request_from_pb(&q).unwrap_err().field, "members.qpn");
+    }
+}

@@ -1,0 +1,7 @@
+//! The IncManager server.
+
+mod grpc;
+mod state;
+
+pub use grpc::{bind, check_token, granted, serve, Services};
+pub use state::{InitReply, Manager, ManagerOptions};
