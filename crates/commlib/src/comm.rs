@@ -179,7 +179,7 @@ impl Communicator {
         op: Op,
     ) -> Result<(), CommError> {
         let k = usize::from(self.ranks);
-        if send.len() % k != 0 {
+        if !send.len().is_multiple_of(k) {
             return Err(ArgError::NotDivisible {
                 len: send.len(),
                 ranks: self.ranks,

@@ -210,7 +210,7 @@ impl CommConfig {
         range("linger_ms", ms(self.linger), 0, 60_000)?;
         let mb = self.fallback.message_bytes;
         range("fallback.message_bytes", mb.into(), 4, 16 << 20)?;
-        if mb % 4 != 0 {
+        if !mb.is_multiple_of(4) {
             return Err(ArgError::OutOfRange {
                 field: "fallback.message_bytes (a multiple of 4)",
                 value: mb.into(),

@@ -128,25 +128,53 @@ async fn serve_config(
         Some(dir) => {
             let ports = CapturePorts::new(ports, dir, &cfg.spec.name)
                 .map_err(|e| SwitchCliError::Capture(e.to_string()))?;
-            serve(cfg.spec, ports).await
+            serve(cfg.spec, cfg.manager, ports).await
         }
-        None => serve(cfg.spec, ports).await,
+        None => serve(cfg.spec, cfg.manager, ports).await,
     }
 }
 
 async fn serve<P: FramePorts>(
     spec: SwitchSpec,
+    manager: Option<incengine::agent::ManagerLink>,
     ports: P,
 ) -> Result<SwitchCounters, SwitchCliError> {
+    let count = usize::from(ports.port_count());
     eprintln!(
-        "epic switch: {} running on {} ports; SIGINT or SIGTERM stops it",
+        "epic switch: {} running on {count} ports; SIGINT or SIGTERM stops it",
         spec.name,
-        ports.port_count()
     );
+    let agent_spec = spec.clone();
     let handle = incengine::spawn(spec, ports, Clock::new()).map_err(SwitchCliError::Start)?;
-    incengine::run_until_signal(handle)
+    // The IncAgent beside the switch: registers, then applies the
+    // manager's contexts until the switch stops. [SW-034]
+    let agent = manager.map(|link| {
+        eprintln!(
+            "epic switch: IncAgent reports to the manager at {}",
+            link.address
+        );
+        let control = handle.control();
+        tokio::spawn(async move {
+            let r = incengine::agent::serve_agent(
+                &agent_spec,
+                count,
+                &link,
+                control,
+                std::future::pending(),
+            )
+            .await;
+            if let Err(e) = r {
+                eprintln!("epic switch: IncAgent: {}: {e}", link.token_file.display());
+            }
+        })
+    });
+    let r = incengine::run_until_signal(handle)
         .await
-        .map_err(SwitchCliError::Run)
+        .map_err(SwitchCliError::Run);
+    if let Some(a) = agent {
+        a.abort();
+    }
+    r
 }
 
 /// `--stdio`: serves the switch over stdin/stdout in lockstep virtual

@@ -16,6 +16,7 @@ use incengine::{Route, SwitchCounters, SwitchHandle, SwitchSpec};
 use netsim::inc::{host_qpn, switch_qpn, IncTree, PortPeer};
 
 use crate::config::{LabConfig, LabMode};
+use crate::control::{lab_topology, LabControl};
 use crate::netns::{NetnsLab, SwitchProcs};
 use crate::LabError;
 
@@ -49,6 +50,8 @@ pub(crate) struct LabCluster {
     procs: Option<SwitchProcs>,
     /// One communicator per rank, in rank order.
     pub(crate) comms: Vec<Communicator>,
+    /// The in-process manager and agents (INC modes in process).
+    control: Option<LabControl>,
 }
 
 fn mtu_of(bytes: u32) -> Mtu {
@@ -64,6 +67,18 @@ fn mtu_of(bytes: u32) -> Mtu {
 /// The switch of index `s` of `tree`: its engine, its routes to every
 /// rank, and (for an INC mode) its context of the lab group.
 pub(crate) fn switch_spec(tree: &IncTree, s: usize, cfg: &LabConfig, mode: LabMode) -> SwitchSpec {
+    static_spec(tree, s, cfg, mode, true)
+}
+
+/// [`switch_spec`], with its context only when `contexts` (a switch the
+/// manager configures starts with none).
+fn static_spec(
+    tree: &IncTree,
+    s: usize,
+    cfg: &LabConfig,
+    mode: LabMode,
+    contexts: bool,
+) -> SwitchSpec {
     let sw = tree.switches.get(s);
     let (mac, ip) = sw.map_or((Default::default(), Ipv4Addr::UNSPECIFIED), |w| {
         (w.mac, w.ip)
@@ -98,6 +113,7 @@ pub(crate) fn switch_spec(tree: &IncTree, s: usize, cfg: &LabConfig, mode: LabMo
         }
     }
     let contexts = match mode {
+        LabMode::Inc(_) if !contexts => Vec::new(),
         LabMode::Inc(m) => {
             let slots = match m {
                 // 2W message buffers per edge: a Broadcast root is paced
@@ -125,6 +141,18 @@ pub(crate) fn switch_spec(tree: &IncTree, s: usize, cfg: &LabConfig, mode: LabMo
 
 /// The communicator configuration of rank `r`.
 pub(crate) fn comm_config(tree: &IncTree, r: usize, cfg: &LabConfig, mode: LabMode) -> CommConfig {
+    rank_config(tree, r, cfg, mode, None)
+}
+
+/// [`comm_config`], with the setup the manager granted (`granted`)
+/// instead of the static one.
+fn rank_config(
+    tree: &IncTree,
+    r: usize,
+    cfg: &LabConfig,
+    mode: LabMode,
+    granted: Option<IncSetup>,
+) -> CommConfig {
     let h = tree.hosts.get(r).copied();
     let first_hop = h.and_then(|h| tree.switches.get(h.switch));
     let (mac, ip, port) = h.map_or((Default::default(), Ipv4Addr::UNSPECIFIED, 0), |h| {
@@ -134,6 +162,7 @@ pub(crate) fn comm_config(tree: &IncTree, r: usize, cfg: &LabConfig, mode: LabMo
         (s.mac, s.ip)
     });
     let inc = match mode {
+        LabMode::Inc(_) if granted.is_some() => granted,
         LabMode::Inc(m) => Some(IncSetup {
             mode: m,
             switch_ip: sw_ip,
@@ -218,6 +247,7 @@ impl LabCluster {
             switches: Vec::new(),
             procs: Some(procs),
             comms,
+            control: None,
         })
     }
 
@@ -262,11 +292,24 @@ impl LabCluster {
                 .get_mut(node.0)
                 .and_then(Option::take)
                 .ok_or_else(|| LabError::Build(format!("switch {i} has no ports")))?;
-            let spec = switch_spec(&tree, i, cfg, mode);
+            let spec = static_spec(&tree, i, cfg, mode, false);
             let p = maybe_capture(p, dir, &spec.name)?;
             let h = incengine::spawn(spec, p, clock).map_err(|e| LabError::Build(e.to_string()))?;
             switches.push(h);
         }
+        // The manager places the group and installs its contexts; each
+        // rank takes its first hop from the grant. [LAB-010]
+        let (control, setups) = match mode {
+            LabMode::Inc(m) => {
+                let engine = static_spec(&tree, 0, cfg, mode, false).engine;
+                let fan_in = u32::try_from(engine.max_endpoints.min(64)).unwrap_or(64);
+                let topo = lab_topology(&tree, engine.arena_bytes as u64, fan_in)?;
+                let control = LabControl::start(&topo, &switches).await?;
+                let setups = control.grant(&tree, cfg, m).await?;
+                (Some(control), setups.into_iter().map(Some).collect())
+            }
+            LabMode::Host => (None, vec![None; tree.hosts.len()]),
+        };
         let mut comms = Vec::new();
         for (r, node) in host_nodes.iter().enumerate() {
             let p = ports
@@ -274,7 +317,8 @@ impl LabCluster {
                 .and_then(Option::take)
                 .ok_or_else(|| LabError::Build(format!("rank {r} has no port")))?;
             let p = maybe_capture(p, dir, &format!("rank{r}"))?;
-            let cc = comm_config(&tree, r, cfg, mode);
+            let granted = setups.get(r).copied().flatten();
+            let cc = rank_config(&tree, r, cfg, mode, granted);
             let c = Communicator::new(cc, p, clock).map_err(|e| LabError::Build(e.to_string()))?;
             comms.push(c);
         }
@@ -282,6 +326,7 @@ impl LabCluster {
             switches,
             procs: None,
             comms,
+            control,
         })
     }
 
@@ -319,6 +364,9 @@ impl LabCluster {
     pub(crate) async fn shutdown(self) {
         for c in self.comms {
             let _ = c.close().await;
+        }
+        if let Some(c) = &self.control {
+            c.stop();
         }
         for s in self.switches {
             let _ = s.shutdown().await;

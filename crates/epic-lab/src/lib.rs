@@ -13,6 +13,7 @@
 pub mod case;
 mod cluster;
 mod config;
+mod control;
 pub mod link;
 mod netns;
 mod report;

@@ -24,6 +24,7 @@
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
+use crate::agent::{ManagerLink, ManagerSection};
 use epic_proto::engine::{
     ContextConfig, EndpointConfig, EngineConfig, IncEngine, Mode, PatternBinding, Peer,
     PsnAlignment,
@@ -98,6 +99,9 @@ pub struct SwitchConfig {
     pub spec: SwitchSpec,
     /// The interface of each port: port `i` is `interfaces[i]`.
     pub interfaces: Vec<String>,
+    /// The `[manager]` section: an IncAgent registers the switch with
+    /// that manager and applies its contexts. [SW-034]
+    pub manager: Option<ManagerLink>,
 }
 
 impl SwitchConfig {
@@ -171,6 +175,7 @@ impl SwitchFile {
             port,
             route,
             context,
+            manager: cfg.manager.as_ref().map(ManagerSection::from_link),
         }
     }
 }
@@ -258,6 +263,8 @@ struct SwitchFile {
     route: Vec<RouteEntry>,
     #[serde(default)]
     context: Vec<ContextEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    manager: Option<ManagerSection>,
 }
 
 #[derive(Debug, Deserialize, Serialize)]
@@ -488,7 +495,18 @@ impl SwitchFile {
                 .map_err(|e| invalid(format!("context[{i}]"), e.to_string()))?;
             spec.contexts.push(ctx);
         }
-        Ok(SwitchConfig { spec, interfaces })
+        let manager = match self.manager {
+            Some(m) => Some(
+                m.validate(interfaces.len())
+                    .map_err(|(key, message)| invalid(key, message))?,
+            ),
+            None => None,
+        };
+        Ok(SwitchConfig {
+            spec,
+            interfaces,
+            manager,
+        })
     }
 
     /// The interfaces by port index; indices must be exactly 0..N.

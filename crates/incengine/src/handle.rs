@@ -52,11 +52,52 @@ impl SwitchHandle {
         &self.name
     }
 
+    /// A cloneable handle for installing and removing contexts while
+    /// something else owns this one (the IncAgent beside
+    /// [`run_until_signal`](crate::run_until_signal)).
+    pub fn control(&self) -> SwitchControl {
+        SwitchControl {
+            commands: self.commands.clone(),
+        }
+    }
+
     /// Whether the switch task has ended (shut down, or a port failed).
     pub fn is_finished(&self) -> bool {
         self.task.is_finished()
     }
 
+    /// A snapshot of the switch's counters. [SW-020]
+    pub async fn counters(&self) -> Result<SwitchCounters, SwitchError> {
+        self.control().ask(Command::Counters).await
+    }
+
+    /// Installs a context while the switch runs. [ENG-010]
+    pub async fn install(&self, context: ContextSpec) -> Result<ContextFootprint, SwitchError> {
+        self.control().install(context).await
+    }
+
+    /// Removes a group's context while the switch runs. [ENG-010]
+    pub async fn remove(&self, group: GroupId) -> Result<(), SwitchError> {
+        self.control().remove(group).await
+    }
+
+    /// Stops the switch (after the batch in hand) and returns its final
+    /// counters, or the error that had stopped it. [SW-003]
+    pub async fn shutdown(self) -> Result<SwitchCounters, SwitchError> {
+        // A closed channel means the task already ended: its result says
+        // how.
+        let _ = self.commands.send(Command::Shutdown).await;
+        joined(self.task.await)
+    }
+}
+
+/// Installs and removes contexts of a running switch; cloneable.
+#[derive(Debug, Clone)]
+pub struct SwitchControl {
+    commands: mpsc::Sender<Command>,
+}
+
+impl SwitchControl {
     async fn ask<T>(
         &self,
         make: impl FnOnce(oneshot::Sender<T>) -> Command,
@@ -69,11 +110,6 @@ impl SwitchHandle {
         rx.await.map_err(|_| SwitchError::Stopped)
     }
 
-    /// A snapshot of the switch's counters. [SW-020]
-    pub async fn counters(&self) -> Result<SwitchCounters, SwitchError> {
-        self.ask(Command::Counters).await
-    }
-
     /// Installs a context while the switch runs. [ENG-010]
     pub async fn install(&self, context: ContextSpec) -> Result<ContextFootprint, SwitchError> {
         self.ask(|tx| Command::Install(Box::new(context), tx))
@@ -83,15 +119,6 @@ impl SwitchHandle {
     /// Removes a group's context while the switch runs. [ENG-010]
     pub async fn remove(&self, group: GroupId) -> Result<(), SwitchError> {
         self.ask(|tx| Command::Remove(group, tx)).await?
-    }
-
-    /// Stops the switch (after the batch in hand) and returns its final
-    /// counters, or the error that had stopped it. [SW-003]
-    pub async fn shutdown(self) -> Result<SwitchCounters, SwitchError> {
-        // A closed channel means the task already ended: its result says
-        // how.
-        let _ = self.commands.send(Command::Shutdown).await;
-        joined(self.task.await)
     }
 }
 

@@ -22,6 +22,7 @@
 //! Requirement IDs `[SW-nnn]` are in `docs/SPEC.md` §12, `[CONF-nnn]` in
 //! its conformance section.
 
+pub mod agent;
 pub mod arp;
 mod attribution;
 pub mod config;
@@ -39,7 +40,7 @@ mod router_tests;
 
 pub use config::{ConfigError, SwitchConfig};
 pub use counters::{ContextCounters, DropReason, Drops, PortCounters, SwitchCounters};
-pub use handle::{spawn, SwitchHandle};
+pub use handle::{spawn, SwitchControl, SwitchHandle};
 pub use router::{
     Route, RouteDropReason, RouteError, RouteOutcome, Router, RouterCounters, MIN_FRAME,
 };

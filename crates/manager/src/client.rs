@@ -5,6 +5,8 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Status};
 
+pub use tonic::Code;
+
 use crate::convert::request_to_pb;
 use crate::group::GroupRequest;
 use crate::pb;
@@ -33,7 +35,7 @@ pub enum ClientError {
 
 impl ClientError {
     /// The manager's status code, when it answered with one.
-    pub fn code(&self) -> Option<tonic::Code> {
+    pub fn code(&self) -> Option<Code> {
         match self {
             ClientError::Status(s) => Some(s.code()),
             _ => None,

@@ -41,6 +41,7 @@ impl DutSpec {
         SwitchConfig {
             spec: self.switch.clone(),
             interfaces: (0..self.ports).map(|p| format!("port{p}")).collect(),
+            manager: None,
         }
         .to_toml()
     }

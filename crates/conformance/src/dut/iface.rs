@@ -151,6 +151,7 @@ fn setup(iface: &IfaceSpec, spec: &DutSpec) -> Result<(), StartError> {
     let toml = SwitchConfig {
         spec: switch,
         interfaces: iface.interfaces.clone(),
+        manager: None,
     }
     .to_toml();
     fs::write(&config, toml).map_err(failed)?;

@@ -52,6 +52,7 @@ impl SwitchProcs {
             let cfg = SwitchConfig {
                 spec,
                 interfaces: (0..ports).map(port_iface).collect(),
+                manager: None,
             };
             let toml = dir.join(format!("{name}.toml"));
             std::fs::write(&toml, cfg.to_toml()).map_err(|e| io(&toml.display().to_string(), e))?;

@@ -1,0 +1,247 @@
+//! The lab's control plane: an IncManager in the lab's process on
+//! loopback gRPC, an IncAgent beside every in-process switch, and the
+//! ranks' `InitGroup`. The switches start without contexts; the manager
+//! places the tree on the lab's fabric, allocates and installs, and every
+//! rank opens its QP toward the first hop the answer names. [LAB-010]
+//! [MGR-040] [MGR-042]
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use commlib::{GroupVerdict, IncSetup};
+use epic_proto::engine::Mode;
+use incengine::agent::HandleBoard;
+use incengine::SwitchHandle;
+use manager::agent::{run_agent, AgentConfig, Switchboard};
+use manager::client::ManagerClient;
+use manager::fabric::registration_for;
+use manager::group::{GroupRequest, Member};
+use manager::service::{bind, serve, Manager, ManagerOptions};
+use manager::topology::{Capabilities, Host, Link, LinkEnd, Switch, SwitchId, Topology};
+use netsim::inc::{host_qpn, IncTree, PortPeer};
+use tokio::task::JoinHandle;
+
+use crate::config::LabConfig;
+use crate::LabError;
+
+/// The lab's fabric as the manager models it: the tree's switches (with
+/// `arena` bytes each), its ranks' NICs and its links.
+pub(crate) fn lab_topology(
+    tree: &IncTree,
+    arena: u64,
+    max_fan_in: u32,
+) -> Result<Topology, LabError> {
+    let mut caps = Capabilities::full(arena);
+    caps.max_fan_in = max_fan_in;
+    let switches = tree
+        .switches
+        .iter()
+        .map(|s| Switch {
+            name: format!("switch{}", s.index),
+            mac: s.mac,
+            ip: s.ip,
+            ports: u16::try_from(s.ports.len()).unwrap_or(u16::MAX),
+            caps: caps.clone(),
+        })
+        .collect();
+    let hosts = tree
+        .hosts
+        .iter()
+        .map(|h| Host {
+            name: format!("rank{}", h.rank),
+            mac: h.mac,
+            ip: h.ip,
+            switch: SwitchId(h.switch as u32),
+            port: h.port,
+            gbps: 100,
+        })
+        .collect();
+    let mut links = Vec::new();
+    for s in &tree.switches {
+        for (p, peer) in s.ports.iter().enumerate() {
+            if let PortPeer::Switch(o, their) = *peer {
+                if o > s.index {
+                    links.push(Link {
+                        a: LinkEnd {
+                            switch: SwitchId(s.index as u32),
+                            port: p as u16,
+                        },
+                        b: LinkEnd {
+                            switch: SwitchId(o as u32),
+                            port: their,
+                        },
+                        gbps: 100,
+                    });
+                }
+            }
+        }
+    }
+    Topology::new(switches, hosts, links).map_err(|e| LabError::Build(e.to_string()))
+}
+
+/// A running control plane.
+#[derive(Debug)]
+pub(crate) struct LabControl {
+    addr: SocketAddr,
+    token: String,
+    server: JoinHandle<()>,
+    agents: Vec<JoinHandle<()>>,
+}
+
+impl LabControl {
+    /// Starts the manager and one agent per switch, and waits until every
+    /// switch has registered.
+    pub(crate) async fn start(
+        topo: &Topology,
+        switches: &[SwitchHandle],
+    ) -> Result<LabControl, LabError> {
+        let token = format!("lab-{}", std::process::id());
+        let mut opts = ManagerOptions::new(token.clone());
+        opts.heartbeat = Duration::from_millis(200);
+        opts.heartbeat_timeout = Duration::from_secs(5);
+        let m = Manager::open(opts).map_err(|e| LabError::Build(format!("manager: {e}")))?;
+        let (listener, addr) = bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+            .await
+            .map_err(|e| LabError::Build(format!("manager: {e}")))?;
+        let server = {
+            let m = m.clone();
+            tokio::spawn(async move {
+                if let Err(e) = serve(m, listener, std::future::pending()).await {
+                    tracing::error!("lab manager: {e}");
+                }
+            })
+        };
+        let mut agents = Vec::new();
+        for (i, h) in switches.iter().enumerate() {
+            let registration = registration_for(topo, SwitchId(i as u32))
+                .ok_or_else(|| LabError::Build(format!("switch {i} is not in the fabric")))?;
+            let cfg = AgentConfig {
+                manager: addr.to_string(),
+                token: token.clone(),
+                registration,
+                retry: Duration::from_millis(50),
+            };
+            let board: Arc<dyn Switchboard> = HandleBoard::new(h.control());
+            agents.push(tokio::spawn(run_agent(cfg, board, std::future::pending())));
+        }
+        let control = LabControl {
+            addr,
+            token,
+            server,
+            agents,
+        };
+        for _ in 0..500 {
+            let t = m.registry();
+            if t.topology().switches().len() == topo.switches().len()
+                && t.topology().links().len() == topo.links().len()
+                && t.topology().hosts().len() == topo.hosts().len()
+            {
+                return Ok(control);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        control.stop();
+        Err(LabError::Build(
+            "the switches' agents did not register".into(),
+        ))
+    }
+
+    /// Every rank's `InitGroup` for the lab group in `mode`, in rank order.
+    pub(crate) async fn grant(
+        &self,
+        tree: &IncTree,
+        cfg: &LabConfig,
+        mode: Mode,
+    ) -> Result<Vec<IncSetup>, LabError> {
+        let members = tree
+            .hosts
+            .iter()
+            .map(|h| Member {
+                ip: h.ip,
+                qpn: host_qpn(h.rank),
+            })
+            .collect();
+        let mut req = GroupRequest::new(format!("lab-{}", mode.number()), members);
+        req.mode = Some(mode);
+        req.mtu = cfg.mtu;
+        req.window = cfg.window;
+        req.message_packets = cfg.message_packets;
+        req.reproducible = true;
+        let mut client = ManagerClient::connect(&self.addr.to_string(), &self.token)
+            .await
+            .map_err(|e| LabError::Build(format!("manager: {e}")))?;
+        let mut out = Vec::with_capacity(tree.hosts.len());
+        for r in 0..tree.hosts.len() {
+            let v = commlib::init_group(&mut client, &req, r, Duration::from_secs(10))
+                .await
+                .map_err(|e| LabError::Build(format!("InitGroup of rank {r}: {e}")))?;
+            match v {
+                GroupVerdict::Inc(s) => out.push(s),
+                GroupVerdict::Fallback(why) => {
+                    return Err(LabError::Build(format!(
+                        "the manager granted no INC for Mode {}: {why}",
+                        mode.number()
+                    )))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stops the agents and the manager.
+    pub(crate) fn stop(&self) {
+        for a in &self.agents {
+            a.abort();
+        }
+        self.server.abort();
+    }
+}
+
+impl Drop for LabControl {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::LabCluster;
+    use crate::config::LabMode;
+
+    /// [LAB-010] In process, every switch of the tree holds exactly the
+    /// manager's context (the manager's group id, not a static one), and
+    /// an AllReduce through them is right.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_manager_configures_the_in_process_switches() {
+        let cfg = LabConfig::default();
+        for mode in [Mode::Terminated, Mode::Translated, Mode::Augmented] {
+            let mut c = LabCluster::start(&cfg, LabMode::Inc(mode), None)
+                .await
+                .unwrap();
+            for s in &c.switches {
+                let counters = s.counters().await.unwrap();
+                let groups: Vec<u32> = counters.contexts.iter().map(|(g, _)| g.0).collect();
+                assert_eq!(groups, vec![manager::registry::FIRST_GROUP_ID], "{mode:?}");
+            }
+            let n = c.comms.len();
+            let mut tasks = Vec::new();
+            for (r, mut comm) in std::mem::take(&mut c.comms).into_iter().enumerate() {
+                tasks.push(tokio::spawn(async move {
+                    let input = vec![r as f32 + 1.0; 300];
+                    let mut out = vec![0.0f32; 300];
+                    let res = comm.all_reduce(&input, &mut out, commlib::Op::Sum).await;
+                    (comm, res.map(|()| out))
+                }));
+            }
+            let want = (n * (n + 1) / 2) as f32;
+            for t in tasks {
+                let (comm, out) = t.await.unwrap();
+                assert!(out.unwrap().iter().all(|x| *x == want), "{mode:?}");
+                c.comms.push(comm);
+            }
+            c.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The switch's IncAgent: `[manager]` in `switch.toml` names the manager,
+//! the token file and what the switch reports of its neighbourhood; the
+//! agent registers, and installs, removes and relocates contexts on the
+//! running switch as the manager says. [SW-034] [MGR-071]
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use epic_proto::wire::{EthernetAddress, GroupId};
+use epic_proto::Psn;
+use manager::agent::{run_agent, AgentConfig, BoxFuture, Command, Switchboard};
+use manager::arena::Region;
+use manager::pb;
+use manager::topology::Capabilities;
+use serde::{Deserialize, Serialize};
+
+use crate::handle::SwitchControl;
+use crate::spec::{ContextSpec, SwitchSpec};
+
+/// The `[manager]` section: where the manager is and what the switch
+/// reports beside its engine's capabilities.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManagerLink {
+    /// `host:port` of the manager.
+    pub address: String,
+    /// The file whose first line is the token.
+    pub token_file: PathBuf,
+    /// Links to other switches: (port, peer switch name, peer port, Gbit/s).
+    pub links: Vec<(u16, String, u16, u32)>,
+    /// Hosts on access ports: (port, name, MAC, IPv4, Gbit/s).
+    pub hosts: Vec<(u16, String, EthernetAddress, Ipv4Addr, u32)>,
+}
+
+/// The section as written.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ManagerSection {
+    pub(crate) address: String,
+    pub(crate) token_file: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) link: Vec<LinkEntry>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) host: Vec<HostEntry>,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LinkEntry {
+    port: u16,
+    peer: String,
+    peer_port: u16,
+    #[serde(default = "hundred")]
+    gbps: u32,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HostEntry {
+    port: u16,
+    name: String,
+    mac: String,
+    ip: Ipv4Addr,
+    #[serde(default = "hundred")]
+    gbps: u32,
+}
+
+fn hundred() -> u32 {
+    100
+}
+
+impl ManagerSection {
+    /// Validates the section; `Err` is (key, message).
+    pub(crate) fn validate(self, ports: usize) -> Result<ManagerLink, (String, String)> {
+        if self.address.trim().is_empty() {
+            return Err(("manager.address".into(), "is empty".into()));
+        }
+        if self.token_file.trim().is_empty() {
+            return Err(("manager.token_file".into(), "is empty".into()));
+        }
+        let port_ok = |key: String, p: u16| {
+            if usize::from(p) < ports {
+                Ok(p)
+            } else {
+                Err((key, format!("port {p}, but the switch has {ports} ports")))
+            }
+        };
+        let mut links = Vec::new();
+        for (i, l) in self.link.into_iter().enumerate() {
+            let port = port_ok(format!("manager.link[{i}].port"), l.port)?;
+            links.push((port, l.peer, l.peer_port, l.gbps));
+        }
+        let mut hosts = Vec::new();
+        for (i, h) in self.host.into_iter().enumerate() {
+            let port = port_ok(format!("manager.host[{i}].port"), h.port)?;
+            let mac = h
+                .mac
+                .parse()
+                .map_err(|e| (format!("manager.host[{i}].mac"), format!("{e}")))?;
+            hosts.push((port, h.name, mac, h.ip, h.gbps));
+        }
+        Ok(ManagerLink {
+            address: self.address,
+            token_file: PathBuf::from(self.token_file),
+            links,
+            hosts,
+        })
+    }
+
+    /// The section of `link`, for rendering a configuration back.
+    pub(crate) fn from_link(link: &ManagerLink) -> ManagerSection {
+        ManagerSection {
+            address: link.address.clone(),
+            token_file: link.token_file.display().to_string(),
+            link: link
+                .links
+                .iter()
+                .map(|(port, peer, peer_port, gbps)| LinkEntry {
+                    port: *port,
+                    peer: peer.clone(),
+                    peer_port: *peer_port,
+                    gbps: *gbps,
+                })
+                .collect(),
+            host: link
+                .hosts
+                .iter()
+                .map(|(port, name, mac, ip, gbps)| HostEntry {
+                    port: *port,
+                    name: name.clone(),
+                    mac: mac.to_string(),
+                    ip: *ip,
+                    gbps: *gbps,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What the switch registers: its engine's limits as capabilities, its
+/// ports, and the `[manager]` section's links and hosts. [MGR-011]
+pub fn registration(spec: &SwitchSpec, ports: usize, link: &ManagerLink) -> pb::RegisterRequest {
+    let e = &spec.engine;
+    let mut caps = Capabilities::full(e.arena_bytes as u64);
+    caps.max_groups = u32::try_from(e.max_contexts).unwrap_or(u32::MAX);
+    caps.max_fan_in = u32::try_from(e.max_endpoints.min(64)).unwrap_or(64);
+    pb::RegisterRequest {
+        name: spec.name.clone(),
+        mac: e.mac.0.to_vec(),
+        ip: u32::from(e.ip),
+        ports: u32::try_from(ports).unwrap_or(u32::MAX),
+        capabilities: Some(pb::Capabilities::from(&caps)),
+        links: link
+            .links
+            .iter()
+            .map(|(port, peer, peer_port, gbps)| pb::LinkReport {
+                port: u32::from(*port),
+                peer_switch: peer.clone(),
+                peer_port: u32::from(*peer_port),
+                gbps: *gbps,
+            })
+            .collect(),
+        hosts: link
+            .hosts
+            .iter()
+            .map(|(port, name, mac, ip, gbps)| pb::HostReport {
+                port: u32::from(*port),
+                name: name.clone(),
+                mac: mac.0.to_vec(),
+                ip: u32::from(*ip),
+                gbps: *gbps,
+            })
+            .collect(),
+        installed_groups: Vec::new(),
+    }
+}
+
+/// The agent's view of a running switch: installs go through its
+/// [`SwitchControl`]; the lanes and block of every installed group are
+/// remembered for removal and reconciliation.
+#[derive(Debug)]
+pub struct HandleBoard {
+    control: SwitchControl,
+    groups: Mutex<BTreeMap<GroupId, (Vec<GroupId>, Region)>>,
+}
+
+impl HandleBoard {
+    /// A board over `control`.
+    pub fn new(control: SwitchControl) -> Arc<HandleBoard> {
+        Arc::new(HandleBoard {
+            control,
+            groups: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    fn groups(&self) -> MutexGuard<'_, BTreeMap<GroupId, (Vec<GroupId>, Region)>> {
+        match self.groups.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    async fn apply_async(&self, cmd: Command) -> Result<(), String> {
+        match cmd {
+            Command::Install {
+                group,
+                contexts,
+                region,
+                ..
+            } => {
+                if self.groups().contains_key(&group) {
+                    return Ok(());
+                }
+                let mut done = Vec::new();
+                for c in contexts {
+                    let g = c.group;
+                    let spec = ContextSpec {
+                        config: c,
+                        start_psn: Psn::ZERO,
+                    };
+                    if let Err(e) = self.control.install(spec).await {
+                        for d in done {
+                            let _ = self.control.remove(d).await;
+                        }
+                        return Err(format!("group {}: {e}", g.0));
+                    }
+                    done.push(g);
+                }
+                tracing::info!(group = group.0, lanes = done.len(), "installed");
+                self.groups().insert(group, (done, region));
+                Ok(())
+            }
+            Command::Remove(group) => {
+                let lanes = self.groups().remove(&group);
+                for g in lanes.map(|(l, _)| l).unwrap_or_default() {
+                    let _ = self.control.remove(g).await;
+                }
+                tracing::info!(group = group.0, "removed");
+                Ok(())
+            }
+            Command::Relocate { groups, to, .. } => {
+                // The software engine owns its buffers: a relocation moves
+                // the block the manager accounts for, no lookup entry.
+                for g in groups {
+                    if let Some((_, r)) = self.groups().get_mut(&g) {
+                        *r = to;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Switchboard for HandleBoard {
+    fn apply(&self, cmd: Command) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(self.apply_async(cmd))
+    }
+
+    fn installed(&self) -> BoxFuture<'_, Vec<GroupId>> {
+        let g = self.groups().keys().copied().collect();
+        Box::pin(async move { g })
+    }
+}
+
+/// Runs the agent of a switch until `shutdown`: reads the token, then
+/// registers and serves the manager's commands, reconnecting on its own.
+pub async fn serve_agent(
+    spec: &SwitchSpec,
+    ports: usize,
+    link: &ManagerLink,
+    control: SwitchControl,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), std::io::Error> {
+    let token = std::fs::read_to_string(&link.token_file)?
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let cfg = AgentConfig {
+        manager: link.address.clone(),
+        token,
+        registration: registration(spec, ports, link),
+        retry: Duration::from_millis(200),
+    };
+    run_agent(cfg, HandleBoard::new(control), shutdown).await;
+    Ok(())
+}
