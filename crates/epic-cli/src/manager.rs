@@ -1,13 +1,12 @@
 //! `epic manager serve|status`: the IncManager and a look at it.
 //! [MGR-060] [MGR-070]
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use manager::client::ManagerClient;
-use manager::service::{bind, serve, Manager, ManagerOptions};
+use manager::service::{bind_any, serve, Manager, ManagerOptions};
 use manager::topology::parse_topology;
 use manager::Policy;
 
@@ -38,9 +37,11 @@ struct TokenArgs {
 
 #[derive(Debug, clap::Args)]
 struct ServeArgs {
-    /// Address to listen on (port 0 picks one; the address is printed).
+    /// Address to listen on: host:port (port 0 picks one; the address is
+    /// printed) or unix:PATH, a Unix socket every network namespace of
+    /// the machine reaches.
     #[arg(long, default_value = "127.0.0.1:7470")]
-    listen: SocketAddr,
+    listen: String,
     /// The store (created if missing): groups, allocations and agent
     /// sessions survive a restart.
     #[arg(long)]
@@ -64,7 +65,7 @@ struct ServeArgs {
 
 #[derive(Debug, clap::Args)]
 struct StatusArgs {
-    /// The manager's address.
+    /// The manager's address (host:port or unix:PATH).
     #[arg(long, default_value = "127.0.0.1:7470")]
     manager: String,
     /// Output format.
@@ -144,7 +145,7 @@ async fn serve_main(a: &ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (listener, addr) = match bind(a.listen).await {
+    let (listener, addr) = match bind_any(&a.listen).await {
         Ok(x) => x,
         Err(e) => {
             eprintln!("epic manager serve: {}: {e}", a.listen);

@@ -16,8 +16,8 @@ use incengine::{Route, SwitchCounters, SwitchHandle, SwitchSpec};
 use netsim::inc::{host_qpn, switch_qpn, IncTree, PortPeer};
 
 use crate::config::{LabConfig, LabMode};
-use crate::control::{lab_topology, LabControl};
-use crate::netns::{NetnsLab, SwitchProcs};
+use crate::control::{grant, lab_topology, LabControl};
+use crate::netns::{ManagerProc, NetnsLab, SwitchProcs};
 use crate::LabError;
 
 /// The group every lab cluster runs.
@@ -52,6 +52,8 @@ pub(crate) struct LabCluster {
     pub(crate) comms: Vec<Communicator>,
     /// The in-process manager and agents (INC modes in process).
     control: Option<LabControl>,
+    /// The manager process of a namespace run (INC modes).
+    manager: Option<ManagerProc>,
 }
 
 fn mtu_of(bytes: u32) -> Mtu {
@@ -139,14 +141,9 @@ fn static_spec(
     }
 }
 
-/// The communicator configuration of rank `r`.
-pub(crate) fn comm_config(tree: &IncTree, r: usize, cfg: &LabConfig, mode: LabMode) -> CommConfig {
-    rank_config(tree, r, cfg, mode, None)
-}
-
-/// [`comm_config`], with the setup the manager granted (`granted`)
-/// instead of the static one.
-fn rank_config(
+/// The communicator configuration of rank `r`: in an INC mode with the
+/// setup the manager granted (`granted`), else the static one.
+fn comm_config(
     tree: &IncTree,
     r: usize,
     cfg: &LabConfig,
@@ -230,16 +227,30 @@ impl LabCluster {
         net: &mut NetnsLab,
     ) -> Result<LabCluster, LabError> {
         let tree = net.topo.tree.clone();
+        // An INC mode's switches start empty, with an IncAgent each; the
+        // manager process installs the group. [LAB-011]
+        let manager = match mode {
+            LabMode::Inc(m) => Some(net.start_manager(&format!("mode{}", m.number()))?),
+            LabMode::Host => None,
+        };
         let specs = (0..tree.switches.len())
-            .map(|s| switch_spec(&tree, s, cfg, mode))
+            .map(|s| static_spec(&tree, s, cfg, mode, manager.is_none()))
             .collect();
-        let procs = net.start_switches(specs)?;
+        let procs = net.start_switches(specs, manager.as_ref())?;
+        let setups = match (&manager, mode) {
+            (Some(m), LabMode::Inc(inc)) => grant(&m.address, &m.token, &tree, cfg, inc)
+                .await?
+                .into_iter()
+                .map(Some)
+                .collect(),
+            _ => vec![None; tree.hosts.len()],
+        };
         let clock = Clock::new();
         let dir = cfg.capture.as_deref();
         let mut comms = Vec::new();
         for r in 0..tree.hosts.len() {
             let p = maybe_capture(net.bind_rank(r)?, dir, &format!("rank{r}"))?;
-            let cc = comm_config(&tree, r, cfg, mode);
+            let cc = comm_config(&tree, r, cfg, mode, setups.get(r).copied().flatten());
             let c = Communicator::new(cc, p, clock).map_err(|e| LabError::Build(e.to_string()))?;
             comms.push(c);
         }
@@ -248,6 +259,7 @@ impl LabCluster {
             procs: Some(procs),
             comms,
             control: None,
+            manager,
         })
     }
 
@@ -318,7 +330,7 @@ impl LabCluster {
                 .ok_or_else(|| LabError::Build(format!("rank {r} has no port")))?;
             let p = maybe_capture(p, dir, &format!("rank{r}"))?;
             let granted = setups.get(r).copied().flatten();
-            let cc = rank_config(&tree, r, cfg, mode, granted);
+            let cc = comm_config(&tree, r, cfg, mode, granted);
             let c = Communicator::new(cc, p, clock).map_err(|e| LabError::Build(e.to_string()))?;
             comms.push(c);
         }
@@ -327,6 +339,7 @@ impl LabCluster {
             procs: None,
             comms,
             control,
+            manager: None,
         })
     }
 
@@ -372,6 +385,7 @@ impl LabCluster {
             let _ = s.shutdown().await;
         }
         drop(self.procs);
+        drop(self.manager);
     }
 }
 

@@ -80,6 +80,69 @@ pub(crate) fn lab_topology(
     Topology::new(switches, hosts, links).map_err(|e| LabError::Build(e.to_string()))
 }
 
+/// Every rank's `InitGroup` for the lab group in `mode`, in rank order,
+/// at the manager at `addr`, once it knows the whole tree: every switch
+/// registered and up, every link and host. [COMM-040]
+pub(crate) async fn grant(
+    addr: &str,
+    token: &str,
+    tree: &IncTree,
+    cfg: &LabConfig,
+    mode: Mode,
+) -> Result<Vec<IncSetup>, LabError> {
+    let fail = |e: String| LabError::Build(format!("manager at {addr}: {e}"));
+    let mut client = ManagerClient::connect(addr, token)
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    let links = tree.switches.len().saturating_sub(1);
+    let mut known = false;
+    for _ in 0..1000 {
+        let t = client.topology().await.map_err(|e| fail(e.to_string()))?;
+        if t.switches.len() == tree.switches.len()
+            && t.switches.iter().all(|s| s.up)
+            && t.links as usize == links
+            && t.hosts as usize == tree.hosts.len()
+        {
+            known = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if !known {
+        return Err(fail("the switches' agents did not register".into()));
+    }
+    let members = tree
+        .hosts
+        .iter()
+        .map(|h| Member {
+            ip: h.ip,
+            qpn: host_qpn(h.rank),
+        })
+        .collect();
+    let mut req = GroupRequest::new(format!("lab-{}", mode.number()), members);
+    req.mode = Some(mode);
+    req.mtu = cfg.mtu;
+    req.window = cfg.window;
+    req.message_packets = cfg.message_packets;
+    req.reproducible = true;
+    let mut out = Vec::with_capacity(tree.hosts.len());
+    for r in 0..tree.hosts.len() {
+        let v = commlib::init_group(&mut client, &req, r, Duration::from_secs(10))
+            .await
+            .map_err(|e| fail(format!("InitGroup of rank {r}: {e}")))?;
+        match v {
+            GroupVerdict::Inc(s) => out.push(s),
+            GroupVerdict::Fallback(why) => {
+                return Err(fail(format!(
+                    "no INC granted for Mode {}: {why}",
+                    mode.number()
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// A running control plane.
 #[derive(Debug)]
 pub(crate) struct LabControl {
@@ -154,39 +217,7 @@ impl LabControl {
         cfg: &LabConfig,
         mode: Mode,
     ) -> Result<Vec<IncSetup>, LabError> {
-        let members = tree
-            .hosts
-            .iter()
-            .map(|h| Member {
-                ip: h.ip,
-                qpn: host_qpn(h.rank),
-            })
-            .collect();
-        let mut req = GroupRequest::new(format!("lab-{}", mode.number()), members);
-        req.mode = Some(mode);
-        req.mtu = cfg.mtu;
-        req.window = cfg.window;
-        req.message_packets = cfg.message_packets;
-        req.reproducible = true;
-        let mut client = ManagerClient::connect(&self.addr.to_string(), &self.token)
-            .await
-            .map_err(|e| LabError::Build(format!("manager: {e}")))?;
-        let mut out = Vec::with_capacity(tree.hosts.len());
-        for r in 0..tree.hosts.len() {
-            let v = commlib::init_group(&mut client, &req, r, Duration::from_secs(10))
-                .await
-                .map_err(|e| LabError::Build(format!("InitGroup of rank {r}: {e}")))?;
-            match v {
-                GroupVerdict::Inc(s) => out.push(s),
-                GroupVerdict::Fallback(why) => {
-                    return Err(LabError::Build(format!(
-                        "the manager granted no INC for Mode {}: {why}",
-                        mode.number()
-                    )))
-                }
-            }
-        }
-        Ok(out)
+        grant(&self.addr.to_string(), &self.token, tree, cfg, mode).await
     }
 
     /// Stops the agents and the manager.

@@ -289,3 +289,51 @@ pub async fn serve_agent(
     run_agent(cfg, HandleBoard::new(control), shutdown).await;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::SwitchConfig;
+
+    fn example() -> String {
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/switch.toml"))
+            .unwrap_or_default()
+    }
+
+    const SECTION: &str = "\n[manager]\naddress = \"10.255.0.1:7470\"\ntoken_file = \"/etc/epic/token\"\n[[manager.link]]\nport = 1\npeer = \"spine0\"\npeer_port = 3\n[[manager.host]]\nport = 0\nname = \"h0\"\nmac = \"02:00:00:00:00:00\"\nip = \"10.0.0.0\"\n";
+
+    /// [SW-034] The `[manager]` section parses, registers what it says and
+    /// renders back to the same configuration.
+    #[test]
+    fn manager_section_round_trips() {
+        let cfg = SwitchConfig::parse(&(example() + SECTION)).unwrap();
+        let link = cfg.manager.clone().unwrap();
+        assert_eq!(link.address, "10.255.0.1:7470");
+        assert_eq!(link.links, vec![(1, "spine0".to_string(), 3, 100)]);
+        let reg = super::registration(&cfg.spec, cfg.interfaces.len(), &link);
+        assert_eq!(reg.name, cfg.spec.name);
+        assert_eq!(reg.hosts.len(), 1);
+        assert_eq!(reg.links[0].peer_switch, "spine0");
+        let caps = reg.capabilities.unwrap();
+        assert_eq!(caps.sram_bytes, cfg.spec.engine.arena_bytes as u64);
+        assert_eq!(SwitchConfig::parse(&cfg.to_toml()).unwrap(), cfg);
+    }
+
+    /// [SW-034] A bad section is refused with its key.
+    #[test]
+    fn bad_manager_sections_name_the_key() {
+        for (from, to, key) in [
+            ("port = 1\npeer", "port = 9\npeer", "manager.link[0].port"),
+            ("02:00:00:00:00:00", "02:00:00", "manager.host[0].mac"),
+            (
+                "address = \"10.255.0.1:7470\"",
+                "address = \"\"",
+                "manager.address",
+            ),
+            ("peer_port = 3", "peer_port = 3\ncolour = 1", "manager.link"),
+        ] {
+            let text = example() + &SECTION.replace(from, to);
+            let e = SwitchConfig::parse(&text).unwrap_err().to_string();
+            assert!(e.contains(key), "{e:?} lacks {key}");
+        }
+    }
+}

@@ -64,8 +64,25 @@ impl tonic::service::Interceptor for Token {
     }
 }
 
-/// A channel to the manager at `addr` (`host:port` or a URL).
+/// A channel to the manager at `addr`: `host:port`, a URL, or
+/// `unix:PATH` for a Unix socket (reachable from every network namespace
+/// of the machine). [MGR-062]
 pub async fn connect(addr: &str) -> Result<Channel, ClientError> {
+    if let Some(path) = addr.strip_prefix("unix:") {
+        let path = std::path::PathBuf::from(path);
+        // The URI is required but unused: the connector dials the socket.
+        let ep = Endpoint::from_static("http://[::1]:1");
+        return ep
+            .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+                let path = path.clone();
+                async move {
+                    let s = tokio::net::UnixStream::connect(path).await?;
+                    Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(s))
+                }
+            }))
+            .await
+            .map_err(|e| ClientError::Connect(addr.to_string(), e.to_string()));
+    }
     let url = if addr.contains("://") {
         addr.to_string()
     } else {

@@ -446,3 +446,46 @@ async fn restart_recovers_groups_and_sessions() {
     let _ = std::fs::remove_dir_all(&dir);
     run.stop().await;
 }
+
+/// [MGR-062] The same over a Unix socket: agents, CommLib and the admin
+/// queries all dial `unix:PATH`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_a_unix_socket() {
+    let topo = fabric();
+    let path = std::env::temp_dir().join(format!("epic-manager-{}.sock", std::process::id()));
+    let addr = format!("unix:{}", path.display());
+    let manager = Manager::open(options(Policy::Spatial)).unwrap();
+    let (listener, dial) = manager::service::bind_any(&addr).await.unwrap();
+    assert_eq!(dial, addr);
+    let m = manager.clone();
+    let server = tokio::spawn(async move {
+        serve(m, listener, std::future::pending()).await.unwrap();
+    });
+    let mut agents = Vec::new();
+    for i in 0..topo.switches().len() {
+        let s = SwitchId(i as u32);
+        let b = board(&topo, s, false);
+        let cfg = AgentConfig {
+            manager: addr.clone(),
+            token: TOKEN.into(),
+            registration: registration_for(&topo, s).unwrap(),
+            retry: Duration::from_millis(50),
+        };
+        let sb: Arc<dyn Switchboard> = b.clone();
+        tokio::spawn(run_agent(cfg, sb, std::future::pending()));
+        agents.push(b);
+    }
+    until_registered(&manager, &topo).await;
+    let mut c = ManagerClient::connect(&addr, TOKEN).await.unwrap();
+    let Verdict::Granted(g) = c.init_group(&request(&topo, "uds", &[0, 9])).await.unwrap() else {
+        panic!()
+    };
+    let holders = agents
+        .iter()
+        .filter(|b| b.groups().contains(&GroupId(g.group)))
+        .count();
+    assert_eq!(holders, g.tree_switches.len());
+    assert_eq!(c.groups().await.unwrap().groups.len(), 1);
+    server.abort();
+    let _ = std::fs::remove_file(&path);
+}

@@ -46,7 +46,7 @@ pub(crate) fn run_baseline(
             let specs = (0..tree.switches.len())
                 .map(|s| switch_spec(&tree, s, cfg, LabMode::Host))
                 .collect();
-            let procs = net.start_switches(specs)?;
+            let procs = net.start_switches(specs, None)?;
             let r = mpi::run_mpi(&bench, &hosts, &req);
             drop(procs);
             r

@@ -10,6 +10,7 @@ use incengine::SwitchSpec;
 use super::faults::{self, FaultBackend, NetnsFaults};
 use super::switches::SwitchProcs;
 use super::topo::{Forwarding, NetnsTopology};
+use super::ManagerProc;
 use super::{cmd, ranks, teardown, NetnsError};
 
 /// A topology in namespaces, ready for switches and ranks.
@@ -106,10 +107,12 @@ impl NetnsLab {
     }
 
     /// Starts one `epic switch` process per switch namespace, switch `i`
-    /// configured as `specs[i]`.
+    /// configured as `specs[i]`, each with an IncAgent reporting to
+    /// `manager` if one is given.
     pub(crate) fn start_switches(
         &mut self,
         specs: Vec<SwitchSpec>,
+        manager: Option<&ManagerProc>,
     ) -> Result<SwitchProcs, NetnsError> {
         self.topo.set_forwarding(Forwarding::EpicSwitch)?;
         SwitchProcs::start(
@@ -118,7 +121,13 @@ impl NetnsLab {
             &self.exe,
             &self.dir,
             self.capture.as_deref(),
+            manager,
         )
+    }
+
+    /// Starts the lab's manager process (a fresh store per call). [LAB-011]
+    pub(crate) fn start_manager(&self, tag: &str) -> Result<ManagerProc, NetnsError> {
+        ManagerProc::start(&self.exe, &self.dir, tag)
     }
 
     /// Hands forwarding to the switch namespaces' kernels.

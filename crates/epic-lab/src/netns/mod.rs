@@ -9,6 +9,7 @@ mod baseline;
 pub(crate) mod cmd;
 mod faults;
 pub(crate) mod lab;
+mod manager;
 mod mpi;
 mod ranks;
 mod switches;
@@ -18,6 +19,7 @@ pub(crate) mod topo;
 pub(crate) use baseline::run_baseline;
 pub(crate) use faults::NetnsFaults;
 pub(crate) use lab::NetnsLab;
+pub(crate) use manager::ManagerProc;
 pub(crate) use switches::SwitchProcs;
 
 /// Why the namespace lab could not be built or run.

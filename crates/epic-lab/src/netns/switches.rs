@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use incengine::{SwitchConfig, SwitchSpec};
 
 use super::topo::{port_iface, NetnsTopology};
-use super::{teardown, NetnsError};
+use super::{teardown, ManagerProc, NetnsError};
 
 /// What `epic switch` prints on stderr once its ports are open.
 const READY: &str = "running on";
@@ -42,6 +42,7 @@ impl SwitchProcs {
         exe: &Path,
         dir: &Path,
         capture: Option<&Path>,
+        manager: Option<&ManagerProc>,
     ) -> Result<SwitchProcs, NetnsError> {
         let io = |what: &str, e: std::io::Error| NetnsError::Io(format!("{what}: {e}"));
         let mut procs = SwitchProcs { procs: Vec::new() };
@@ -52,7 +53,7 @@ impl SwitchProcs {
             let cfg = SwitchConfig {
                 spec,
                 interfaces: (0..ports).map(port_iface).collect(),
-                manager: None,
+                manager: manager.map(|m| m.link_for(&topo.tree, i)),
             };
             let toml = dir.join(format!("{name}.toml"));
             std::fs::write(&toml, cfg.to_toml()).map_err(|e| io(&toml.display().to_string(), e))?;

@@ -306,11 +306,42 @@ impl AdminService for Services {
     }
 }
 
+/// A bound listening socket: TCP, or a Unix socket. [MGR-062]
+#[derive(Debug)]
+pub enum Listener {
+    /// TCP.
+    Tcp(tokio::net::TcpListener),
+    /// A Unix socket, by path.
+    Unix(tokio::net::UnixListener, std::path::PathBuf),
+}
+
+impl From<tokio::net::TcpListener> for Listener {
+    fn from(l: tokio::net::TcpListener) -> Listener {
+        Listener::Tcp(l)
+    }
+}
+
+/// Binds `addr`: `unix:PATH` (a stale socket file is replaced) or
+/// `host:port` (port 0 picks one). Returns the listener and the address
+/// clients dial.
+pub async fn bind_any(addr: &str) -> std::io::Result<(Listener, String)> {
+    if let Some(path) = addr.strip_prefix("unix:") {
+        let _ = std::fs::remove_file(path);
+        let l = tokio::net::UnixListener::bind(path)?;
+        return Ok((Listener::Unix(l, path.into()), addr.to_string()));
+    }
+    let a: SocketAddr = addr.parse().map_err(|e| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{addr}: {e}"))
+    })?;
+    let (l, a) = bind(a).await?;
+    Ok((Listener::Tcp(l), a.to_string()))
+}
+
 /// Serves the manager on `listener` until `shutdown` resolves, sweeping
 /// for lost switches every heartbeat period. [MGR-060]
 pub async fn serve(
     m: Manager,
-    listener: tokio::net::TcpListener,
+    listener: impl Into<Listener>,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
     let token = m.options().token.clone();
@@ -326,8 +357,7 @@ pub async fn serve(
         })
     };
     let svc = Services(m);
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    let r = tonic::transport::Server::builder()
+    let router = tonic::transport::Server::builder()
         .add_service(IncAgentServiceServer::with_interceptor(
             svc.clone(),
             check_token(&token),
@@ -339,9 +369,23 @@ pub async fn serve(
         .add_service(AdminServiceServer::with_interceptor(
             svc,
             check_token(&token),
-        ))
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await;
+        ));
+    let r = match listener.into() {
+        Listener::Tcp(l) => {
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(l);
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await
+        }
+        Listener::Unix(l, path) => {
+            let incoming = tokio_stream::wrappers::UnixListenerStream::new(l);
+            let r = router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await;
+            let _ = std::fs::remove_file(path);
+            r
+        }
+    };
     sweeper.abort();
     r
 }

@@ -3,5 +3,5 @@
 mod grpc;
 mod state;
 
-pub use grpc::{bind, check_token, granted, serve, Services};
+pub use grpc::{bind, bind_any, check_token, granted, serve, Listener, Services};
 pub use state::{InitReply, Manager, ManagerOptions};
