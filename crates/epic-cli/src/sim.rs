@@ -1,11 +1,13 @@
 //! `epic sim`: EPIC collectives on the packet simulator (`netsim`), with
 //! the algorithm throughput of each (mode, collective, size), every run's
-//! outputs checked against a host-side reference.
+//! outputs checked against a host-side reference. `epic sim flow` is the
+//! flow-level policy comparison instead ([`flow`]).
 //!
 //! Algorithm throughput is the bytes of one rank's vector × 8 divided by
 //! the simulated completion time of the call (start to the last rank's
 //! completion), as in the paper's Appendix K.
 
+mod flow;
 mod report;
 
 use std::io::{self, BufWriter, Write};
@@ -25,9 +27,21 @@ use crate::args::{
 use epic_lab::case::{Case, Mismatch};
 use report::{Row, RunStats, Setup};
 
+/// `epic sim`'s subcommands; without one it runs the packet simulator.
+#[derive(Debug, clap::Subcommand)]
+enum SimCommand {
+    /// Flow-level comparison of the INC placement policies (Ring, EDT,
+    /// spatial, temporal multiplexing): JCT of a 3D-parallel GPT-3 175B
+    /// job on the paper's 128-GPU fat-tree per switch SRAM size (Table 36).
+    Flow(flow::FlowArgs),
+}
+
 /// Arguments of `epic sim`.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct SimArgs {
+    #[command(subcommand)]
+    command: Option<SimCommand>,
     /// Switch mode: 1 (terminated), 2 (translated), 3 (augmented) or all.
     #[arg(long, value_enum, default_value = "all")]
     mode: ModeArg,
@@ -192,6 +206,9 @@ impl SimError {
 /// outputs, 1 when a run failed or returned a wrong result, 2 on bad
 /// arguments.
 pub(crate) fn run(args: &SimArgs) -> ExitCode {
+    if let Some(SimCommand::Flow(flow)) = &args.command {
+        return flow::run(flow);
+    }
     match simulate(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(SimError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,

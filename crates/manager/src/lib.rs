@@ -11,6 +11,7 @@ pub mod client;
 pub mod convert;
 pub mod error;
 pub mod fabric;
+pub mod flowsim;
 pub mod group;
 pub mod pb;
 pub mod policy;
