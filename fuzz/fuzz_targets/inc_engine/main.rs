@@ -98,6 +98,12 @@
 //!   start PSN. It now judges rule 10 on the group PSN and takes the first
 //!   control only at the start PSN [CTL-054]; the reproducers are seeds
 //!   (`per_pattern_wire_psn_wrap`, `per_pattern_first_control_early`).
+//! - Fixed without a knob: a Mode I switch counted an invocation without
+//!   data messages (a Barrier) as passed before its control had, so when a
+//!   younger invocation's controls were all in first, its echo overtook
+//!   the open Barrier's and its data reached a rank that took it for the
+//!   Barrier's. An invocation now passes only once its control went on
+//!   [M1-022]; the reproducer is a seed (`regress-barrier-overtaken`).
 //! - `INC_PITFALL=1` installs the engine's deliberately wrong Mode III
 //!   recycling (paper Figure 6): a self-test, the result check must fire
 //!   within seconds.

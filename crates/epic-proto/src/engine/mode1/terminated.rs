@@ -95,9 +95,14 @@ pub(crate) struct Inv1 {
 }
 
 impl Inv1 {
-    /// Whether both stages have passed on every message.
+    /// Whether the invocation has passed this switch: its control went on
+    /// (up to the parent; at the root, the echo down) and both stages
+    /// have passed on every message. An invocation without messages (a
+    /// Barrier) has passed only once its control has: the control message
+    /// is the barrier, and a younger invocation's control or echo must
+    /// not overtake it. [M1-022] [CTL-015]
     pub(crate) fn done(&self) -> bool {
-        self.up_k >= self.msgs && self.down_k >= self.msgs
+        self.control_up && self.up_k >= self.msgs && self.down_k >= self.msgs
     }
 
     /// Length of message `k`.

@@ -368,3 +368,78 @@ fn short_transmit_buffer_loses_nothing() {
         .collect::<Vec<_>>();
     assert_eq!(results, [1, 1]);
 }
+
+/// [M1-022] [M1-021] [CTL-015] A Barrier carries no messages, but it has
+/// passed the switch only once its control has (the control message is
+/// the barrier): a younger invocation whose controls are all in first
+/// waits behind it. Here rank 1 sends invocation 3's control before the
+/// Barrier's (2), as no rank running its invocations in order does (the
+/// fuzz target's ranks may); the root echoes nothing until the Barrier is
+/// complete, then the Barrier's echo before invocation 3's on every edge,
+/// so the Broadcast's data, which follows its own echo, is never taken
+/// for the Barrier's by a rank ([M1-030]). The inc_engine fuzz target
+/// found the echo of 3 overtaking the open Barrier (seed
+/// `regress-barrier-overtaken`).
+#[test]
+fn younger_control_waits_behind_an_open_barrier() {
+    let mut rig = Rig::new(context(2, false, 2, PsnAlignment::Resync));
+    let barrier = EpicHeaderRepr {
+        reduce_op: ReduceOp::None,
+        data_type: DataType::None,
+        element_count: 0,
+        payload_bytes_per_packet: 0,
+        ..header(2, Collective::Barrier, 0, 0)
+    };
+    let bcast = header(3, Collective::Broadcast, 0, 1);
+    let controls = |frames: &[(usize, Vec<u8>)]| -> Vec<(usize, u32)> {
+        frames
+            .iter()
+            .filter_map(|(port, f)| {
+                let f = RoceFrame::parse_verified(f).unwrap();
+                f.epic.map(|h| (*port, h.invocation))
+            })
+            .collect()
+    };
+    rig.control(0, barrier);
+    rig.control(0, bcast);
+    rig.peer_sends(0);
+    rig.control(1, bcast);
+    rig.peer_sends(1);
+    let early = rig.sent_by_engine();
+    assert_eq!(controls(&early), [], "no echo while the Barrier is open");
+    for (port, f) in early {
+        rig.peers[port].handle_frame(rig.now, &f);
+    }
+    rig.control(1, barrier);
+    rig.peer_sends(1);
+    let echoes = rig.sent_by_engine();
+    let mut order = controls(&echoes);
+    order.sort_by_key(|(port, _)| *port);
+    assert_eq!(order, [(0, 2), (0, 3), (1, 2), (1, 3)]);
+    for (port, f) in echoes {
+        rig.peers[port].handle_frame(rig.now, &f);
+    }
+    rig.peer_sends(0);
+    rig.peer_sends(1);
+    // The Broadcast root's message reaches rank 1 after both echoes.
+    rig.data(0, 1);
+    rig.peer_sends(0);
+    rig.engine_sends();
+    let got: Vec<Option<u32>> = core::iter::from_fn(|| rig.peers[1].poll_completion())
+        .filter_map(|c| match c {
+            crate::roce::Completion::Recv { imm, buf, .. } => {
+                Some((imm == Some(EPIC_IMM_TAG)).then(|| {
+                    let p = crate::wire::EpicHeaderPacket::new_checked(&buf[..EPIC_HEADER_LEN])
+                        .unwrap();
+                    EpicHeaderRepr::parse(&p).unwrap().invocation
+                }))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [Some(2), Some(3), None],
+        "echo 2, echo 3, then the data"
+    );
+}
