@@ -94,6 +94,9 @@ pub struct Weighed {
     /// Bytes left on its tightest switch once granted (temporal: the
     /// duty-weighted capacity).
     pub sram_width: u64,
+    /// Contexts its switches already hold, summed: the tie-break that
+    /// spreads groups over equally wide trees.
+    pub crowding: u64,
 }
 
 /// Every resource of the fabric and who holds it. [MGR-032]
@@ -207,7 +210,12 @@ impl Resources {
             let cap = edge_gbps(topo, e);
             bw_width = bw_width.min(cap.saturating_sub(self.load(e) + u64::from(req.gbps)));
         }
+        let crowding = tree
+            .switches()
+            .map(|s| u64::from(self.contexts_on(s)))
+            .sum();
         Ok(Weighed {
+            crowding,
             height: tree.height(),
             tree,
             mode,

@@ -110,20 +110,17 @@ fn dominates(a: &Weighed, b: &Weighed) -> bool {
 }
 
 fn pareto(all: Vec<Weighed>) -> Vec<Weighed> {
-    let mut front: Vec<Weighed> = Vec::new();
-    for (i, w) in all.iter().enumerate() {
-        let beaten = all
-            .iter()
-            .enumerate()
-            .any(|(j, o)| j != i && dominates(o, w));
-        // Equal points: keep the first.
-        let dup = front.iter().any(|f| {
-            f.height == w.height && f.bw_width == w.bw_width && f.sram_width == w.sram_width
-        });
-        if !beaten && !dup {
-            front.push(w.clone());
-        }
-    }
+    // Equal points all stay: the choice among them is the tie-break's.
+    let mut front: Vec<Weighed> = all
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            !all.iter()
+                .enumerate()
+                .any(|(j, o)| j != *i && dominates(o, w))
+        })
+        .map(|(_, w)| w.clone())
+        .collect();
     front.sort_by_key(|w| {
         (
             w.height,
@@ -142,7 +139,9 @@ fn pareto(all: Vec<Weighed>) -> Vec<Weighed> {
 /// - Spatial and temporal: a point of the Pareto frontier. `Latency` takes
 ///   the shallowest, then the most SRAM left, then the most bandwidth;
 ///   `Throughput` the most bandwidth left, then SRAM, then the shallowest.
-///   Ties go to the lowest root id. [MGR-052]
+///   Ties go to the tree whose switches hold the fewest contexts (so
+///   groups spread over equally wide trees), then to the lowest root id.
+///   [MGR-052]
 pub fn choose(
     res: &Resources,
     topo: &Topology,
@@ -162,6 +161,7 @@ pub fn choose(
                 w.height,
                 std::cmp::Reverse(w.sram_width),
                 std::cmp::Reverse(w.bw_width),
+                w.crowding,
                 w.tree.root(),
             )
         }),
@@ -170,6 +170,7 @@ pub fn choose(
                 std::cmp::Reverse(w.bw_width),
                 std::cmp::Reverse(w.sram_width),
                 w.height,
+                w.crowding,
                 w.tree.root(),
             )
         }),
