@@ -102,6 +102,9 @@ pub enum ManagerError {
         /// The range.
         why: &'static str,
     },
+    /// A field of a message that does not hold a valid value.
+    #[error(transparent)]
+    Field(#[from] crate::convert::BadField),
     /// No group of that name or id.
     #[error("no group {0}")]
     NoSuchGroup(String),

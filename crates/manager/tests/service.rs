@@ -86,7 +86,7 @@ struct Agent {
     stop: Option<oneshot::Sender<()>>,
 }
 
-fn start_agents(topo: &Topology, addr: SocketAddr, refuse: Option<&str>) -> Vec<Agent> {
+fn start_agents(topo: &Topology, addr: &str, refuse: Option<&str>) -> Vec<Agent> {
     (0..topo.switches().len())
         .map(|i| {
             let s = SwitchId(i as u32);
@@ -141,6 +141,23 @@ async fn until_registered(m: &Manager, topo: &Topology) {
     panic!("the agents never registered");
 }
 
+/// A k = 4 fat-tree with a manager of `policy` and every switch's agent
+/// registered (`refuse` names a switch that refuses every install), and a
+/// client.
+async fn cluster(
+    policy: Policy,
+    refuse: Option<&str>,
+) -> (Topology, Running, Vec<Agent>, ManagerClient) {
+    let topo = fabric();
+    let run = start_manager(options(policy), "127.0.0.1:0".parse().unwrap()).await;
+    let agents = start_agents(&topo, &run.addr.to_string(), refuse);
+    until_registered(&run.manager, &topo).await;
+    let c = ManagerClient::connect(&run.addr.to_string(), TOKEN)
+        .await
+        .unwrap();
+    (topo, run, agents, c)
+}
+
 fn request(topo: &Topology, name: &str, hosts: &[usize]) -> GroupRequest {
     GroupRequest::new(
         name,
@@ -166,13 +183,7 @@ fn holders(agents: &[Agent], g: u32) -> usize {
 /// removes the contexts everywhere and frees everything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn init_installs_everywhere_and_destroy_removes() {
-    let topo = fabric();
-    let run = start_manager(options(Policy::Spatial), "127.0.0.1:0".parse().unwrap()).await;
-    let agents = start_agents(&topo, run.addr, None);
-    until_registered(&run.manager, &topo).await;
-    let mut c = ManagerClient::connect(&run.addr.to_string(), TOKEN)
-        .await
-        .unwrap();
+    let (topo, run, agents, mut c) = cluster(Policy::Spatial, None).await;
     // Hosts 0 and 15: leaf-0-0 and leaf-3-1, through a core.
     let v = c
         .init_group(&request(&topo, "job", &[0, 15]))
@@ -259,13 +270,7 @@ async fn calls_without_the_token_are_refused() {
 /// no switch keeps a context; every byte returns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_install_rolls_back_every_switch() {
-    let topo = fabric();
-    let run = start_manager(options(Policy::Spatial), "127.0.0.1:0".parse().unwrap()).await;
-    let agents = start_agents(&topo, run.addr, Some("leaf-3-1"));
-    until_registered(&run.manager, &topo).await;
-    let mut c = ManagerClient::connect(&run.addr.to_string(), TOKEN)
-        .await
-        .unwrap();
+    let (topo, run, agents, mut c) = cluster(Policy::Spatial, Some("leaf-3-1")).await;
     let v = c
         .init_group(&request(&topo, "job", &[0, 15]))
         .await
@@ -294,10 +299,7 @@ async fn a_refused_install_rolls_back_every_switch() {
 /// groups: no lost or double allocation, and at the end nothing held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_concurrent_clients() {
-    let topo = fabric();
-    let run = start_manager(options(Policy::Temporal), "127.0.0.1:0".parse().unwrap()).await;
-    let agents = start_agents(&topo, run.addr, None);
-    until_registered(&run.manager, &topo).await;
+    let (topo, run, agents, _) = cluster(Policy::Temporal, None).await;
     let mut tasks = Vec::new();
     for i in 0..100usize {
         let addr = run.addr.to_string();
@@ -353,13 +355,7 @@ async fn a_hundred_concurrent_clients() {
 /// timeout: its groups are broken, and new trees avoid it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_switch_breaks_its_groups() {
-    let topo = fabric();
-    let run = start_manager(options(Policy::Spatial), "127.0.0.1:0".parse().unwrap()).await;
-    let mut agents = start_agents(&topo, run.addr, None);
-    until_registered(&run.manager, &topo).await;
-    let mut c = ManagerClient::connect(&run.addr.to_string(), TOKEN)
-        .await
-        .unwrap();
+    let (topo, run, mut agents, mut c) = cluster(Policy::Spatial, None).await;
     let Verdict::Granted(g) = c.init_group(&request(&topo, "job", &[0, 2])).await.unwrap() else {
         panic!()
     };
@@ -402,7 +398,7 @@ async fn restart_recovers_groups_and_sessions() {
     opts.db = Some(dir.join("manager.redb"));
     let run = start_manager(opts.clone(), "127.0.0.1:0".parse().unwrap()).await;
     let addr = run.addr;
-    let agents = start_agents(&topo, addr, None);
+    let agents = start_agents(&topo, &addr.to_string(), None);
     until_registered(&run.manager, &topo).await;
     let mut c = ManagerClient::connect(&addr.to_string(), TOKEN)
         .await
@@ -461,30 +457,13 @@ async fn over_a_unix_socket() {
     let server = tokio::spawn(async move {
         serve(m, listener, std::future::pending()).await.unwrap();
     });
-    let mut agents = Vec::new();
-    for i in 0..topo.switches().len() {
-        let s = SwitchId(i as u32);
-        let b = board(&topo, s, false);
-        let cfg = AgentConfig {
-            manager: addr.clone(),
-            token: TOKEN.into(),
-            registration: registration_for(&topo, s).unwrap(),
-            retry: Duration::from_millis(50),
-        };
-        let sb: Arc<dyn Switchboard> = b.clone();
-        tokio::spawn(run_agent(cfg, sb, std::future::pending()));
-        agents.push(b);
-    }
+    let agents = start_agents(&topo, &addr, None);
     until_registered(&manager, &topo).await;
     let mut c = ManagerClient::connect(&addr, TOKEN).await.unwrap();
     let Verdict::Granted(g) = c.init_group(&request(&topo, "uds", &[0, 9])).await.unwrap() else {
         panic!()
     };
-    let holders = agents
-        .iter()
-        .filter(|b| b.groups().contains(&GroupId(g.group)))
-        .count();
-    assert_eq!(holders, g.tree_switches.len());
+    assert_eq!(holders(&agents, g.group), g.tree_switches.len());
     assert_eq!(c.groups().await.unwrap().groups.len(), 1);
     server.abort();
     let _ = std::fs::remove_file(&path);

@@ -48,7 +48,8 @@ fn status(e: ManagerError) -> Status {
         ManagerError::UnknownMember { .. }
         | ManagerError::SharedHost(..)
         | ManagerError::GroupSize(_)
-        | ManagerError::BadParameter { .. } => Status::invalid_argument(e.to_string()),
+        | ManagerError::BadParameter { .. }
+        | ManagerError::Field(_) => Status::invalid_argument(e.to_string()),
         ManagerError::NoSuchGroup(_) => Status::not_found(e.to_string()),
         ManagerError::Conflict(_) => Status::already_exists(e.to_string()),
         ManagerError::NoGroupId => Status::resource_exhausted(e.to_string()),

@@ -214,12 +214,7 @@ impl Manager {
             .map(|a| a.record.seq)
             .unwrap_or(g.next_seq);
         let session = g.next_session;
-        let rec =
-            AgentRecord::from_pb(req, seq, session).map_err(|e| ManagerError::BadParameter {
-                what: e.field,
-                value: 0,
-                why: "invalid in Register",
-            })?;
+        let rec = AgentRecord::from_pb(req, seq, session)?;
         let records: Vec<AgentRecord> = g.agents.values().map(|a| a.record.clone()).collect();
         let topo = merge(g.registry.topology(), &records, &rec)
             .map_err(|e| ManagerError::Store(format!("registration of {}: {e}", rec.name)))?;
