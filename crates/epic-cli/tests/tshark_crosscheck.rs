@@ -264,7 +264,7 @@ fn epic_header(rng: &mut Rng) -> EpicHeaderRepr {
         data_type,
         flags: EpicFlags {
             reproducible: rng.chance(30),
-            quantized: false,
+            ..EpicFlags::default()
         },
         root_rank: if matches!(collective, Collective::Reduce | Collective::Broadcast) {
             rng.u16()

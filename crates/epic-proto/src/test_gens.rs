@@ -415,10 +415,7 @@ pub fn data_type_any() -> impl Strategy<Value = DataType> {
 
 /// Any EPIC flags.
 pub fn epic_flags_any() -> impl Strategy<Value = EpicFlags> {
-    (any::<bool>(), any::<bool>()).prop_map(|(reproducible, quantized)| EpicFlags {
-        reproducible,
-        quantized,
-    })
+    (0u8..0x20).prop_map(EpicFlags::from_bits)
 }
 
 /// Any group id.

@@ -318,7 +318,7 @@ impl Harness {
             data_type: if barrier { DataType::None } else { dtype },
             flags: EpicFlags {
                 reproducible: sel & 0x40 != 0,
-                quantized: false,
+                ..EpicFlags::default()
             },
             root_rank,
             first_psn: c.next(),

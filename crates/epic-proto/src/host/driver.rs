@@ -492,7 +492,7 @@ impl HostRank {
             },
             flags: EpicFlags {
                 reproducible: call.req.reproducible,
-                quantized: false,
+                ..EpicFlags::default()
             },
             root_rank: if matches!(step.collective, Collective::Reduce | Collective::Broadcast) {
                 step.root

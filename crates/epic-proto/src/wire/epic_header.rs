@@ -12,7 +12,7 @@
 //! | 2 | 1 | collective |
 //! | 3 | 1 | reduce op |
 //! | 4 | 1 | data type |
-//! | 5 | 1 | flags: bit 0 reproducible, bit 1 quantized, bits 7..2 reserved |
+//! | 5 | 1 | flags: bit 0 reproducible, bit 1 quantized, bit 2 acquire, bit 3 release, bit 4 denied, bits 7..5 reserved |
 //! | 6 | 2 | root rank |
 //! | 8 | 4 | group id |
 //! | 12 | 4 | invocation sequence |
@@ -157,10 +157,23 @@ pub struct EpicFlags {
     /// The payload carries INT8 blocks with per-block scales (quantization
     /// extension); the packet count rule of [WIRE-112] does not apply.
     pub quantized: bool,
+    /// Barrier only: the group asks every switch of its tree for the SRAM
+    /// block it shares with other groups (temporal multiplexing).
+    /// [TMX-010]
+    pub acquire: bool,
+    /// Barrier only: the group gives its shared blocks back. [TMX-013]
+    pub release: bool,
+    /// Barrier with `acquire` only: a switch of the tree found the block
+    /// taken; every switch releases what this Barrier took and the ranks
+    /// fall back to the host. [TMX-011]
+    pub denied: bool,
 }
 
 const FLAG_REPRODUCIBLE: u8 = 0x01;
 const FLAG_QUANTIZED: u8 = 0x02;
+const FLAG_ACQUIRE: u8 = 0x04;
+const FLAG_RELEASE: u8 = 0x08;
+const FLAG_DENIED: u8 = 0x10;
 
 impl EpicFlags {
     /// From the flags byte; reserved bits are ignored. [WIRE-104]
@@ -168,17 +181,58 @@ impl EpicFlags {
         EpicFlags {
             reproducible: b & FLAG_REPRODUCIBLE != 0,
             quantized: b & FLAG_QUANTIZED != 0,
+            acquire: b & FLAG_ACQUIRE != 0,
+            release: b & FLAG_RELEASE != 0,
+            denied: b & FLAG_DENIED != 0,
         }
     }
 
     /// The flags byte, reserved bits zero.
     pub const fn bits(self) -> u8 {
-        (if self.reproducible {
-            FLAG_REPRODUCIBLE
-        } else {
-            0
-        }) | (if self.quantized { FLAG_QUANTIZED } else { 0 })
+        const fn bit(on: bool, mask: u8) -> u8 {
+            if on {
+                mask
+            } else {
+                0
+            }
+        }
+        bit(self.reproducible, FLAG_REPRODUCIBLE)
+            | bit(self.quantized, FLAG_QUANTIZED)
+            | bit(self.acquire, FLAG_ACQUIRE)
+            | bit(self.release, FLAG_RELEASE)
+            | bit(self.denied, FLAG_DENIED)
     }
+
+    /// The lock request a header makes: only a Barrier makes one, and
+    /// `acquire` wins over `release`. [TMX-010] [TMX-013]
+    pub const fn lock(self, collective: Collective) -> Option<LockRequest> {
+        if !matches!(collective, Collective::Barrier) {
+            return None;
+        }
+        if self.acquire {
+            Some(LockRequest::Acquire {
+                denied: self.denied,
+            })
+        } else if self.release {
+            Some(LockRequest::Release)
+        } else {
+            None
+        }
+    }
+}
+
+/// What a Barrier asks of the shared blocks of its group's tree
+/// (temporal multiplexing, paper §6.2). [TMX-010]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LockRequest {
+    /// Take the blocks first come, first served; `denied` once a switch
+    /// found one taken.
+    Acquire {
+        /// A switch of the tree could not grant its block.
+        denied: bool,
+    },
+    /// Give the blocks back.
+    Release,
 }
 
 /// Identifies a communication group across the fabric.
@@ -705,7 +759,7 @@ mod tests {
     #[test]
     fn reserved_bits_are_ignored() {
         let mut b = ALL_REDUCE;
-        b[5] = 0xfc; // reserved flag bits
+        b[5] = 0xe0; // reserved flag bits
         b[16] = 0xff; // reserved byte before the PSN
         b[34] = 0xff;
         b[35] = 0xff;

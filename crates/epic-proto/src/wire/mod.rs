@@ -52,7 +52,7 @@ pub use cnp::{CnpPacket, CnpRepr, CNP_LEN};
 pub use deth::{DethPacket, DethRepr, DETH_LEN};
 pub use epic_header::{
     Collective, DataType, EpicFlags, EpicHeaderPacket, EpicHeaderRepr, EpicViolation, GroupId,
-    ReduceOp, EPIC_HEADER_LEN, EPIC_IMM_TAG, EPIC_VERSION, MAX_PAYLOAD_BYTES,
+    LockRequest, ReduceOp, EPIC_HEADER_LEN, EPIC_IMM_TAG, EPIC_VERSION, MAX_PAYLOAD_BYTES,
 };
 pub use error::{EmitError, Error, ErrorKind, Layer, ValueTooBig};
 pub use eth::{

@@ -157,6 +157,8 @@ pub fn granted(m: &Manager, grant: &Grant) -> pb::Granted {
         ranks,
         tree_switches: names,
         tree_parents: parents,
+        // Every block of the temporal policy is shared. [TMX-001]
+        shared: grant.policy == crate::Policy::Temporal,
     }
 }
 
