@@ -124,6 +124,7 @@ pub fn dut_spec(case: &Case) -> Result<(DutSpec, usize), HarnessError> {
         .map(|c| ContextSpec {
             config: c.cfg.clone(),
             start_psn: cfg.start_psn,
+            placement: c.placement(),
         })
         .collect();
     Ok((DutSpec { switch, ports }, s))

@@ -322,7 +322,7 @@ proptest! {
         prop_assert_eq!(c, [0u8; CNP_LEN]);
         let mut h = [0xffu8; EPIC_HEADER_LEN];
         epic.emit(&mut h).unwrap();
-        prop_assert_eq!(h[5] & 0xfc, 0, "EPIC flag reserved bits");
+        prop_assert_eq!(h[5] & 0xe0, 0, "EPIC flag reserved bits");
         prop_assert_eq!(h[16], 0, "EPIC reserved byte before the first PSN");
         prop_assert_eq!(&h[34..36], &[0u8, 0][..], "EPIC reserved tail");
     }

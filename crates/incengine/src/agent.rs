@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use epic_proto::wire::{EthernetAddress, GroupId};
 use epic_proto::Psn;
-use manager::agent::{run_agent, AgentConfig, BoxFuture, Command, Switchboard};
+use manager::agent::{placement, run_agent, AgentConfig, BoxFuture, Command, Switchboard};
 use manager::arena::Region;
 use manager::pb;
 use manager::topology::Capabilities;
@@ -208,7 +208,7 @@ impl HandleBoard {
                 group,
                 contexts,
                 region,
-                ..
+                shared,
             } => {
                 if self.groups().contains_key(&group) {
                     return Ok(());
@@ -219,6 +219,7 @@ impl HandleBoard {
                     let spec = ContextSpec {
                         config: c,
                         start_psn: Psn::ZERO,
+                        placement: Some(placement(group, region, shared)),
                     };
                     if let Err(e) = self.control.install(spec).await {
                         for d in done {
@@ -240,9 +241,18 @@ impl HandleBoard {
                 tracing::info!(group = group.0, "removed");
                 Ok(())
             }
-            Command::Relocate { groups, to, .. } => {
-                // The software engine owns its buffers: a relocation moves
-                // the block the manager accounts for, no lookup entry.
+            Command::Relocate { groups, from, to } => {
+                // The block moves once for all its tenants; a repeated
+                // command finds it moved already. [TMX-003]
+                let moved = groups
+                    .iter()
+                    .any(|g| self.groups().get(g).is_some_and(|(_, r)| *r == to));
+                if !moved {
+                    self.control
+                        .relocate(from.offset, to.offset)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                }
                 for g in groups {
                     if let Some((_, r)) = self.groups().get_mut(&g) {
                         *r = to;

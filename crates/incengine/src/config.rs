@@ -633,5 +633,6 @@ fn context(i: usize, c: &ContextEntry, ports: u16) -> Result<ContextSpec, Config
             alignment,
         },
         start_psn,
+        placement: None,
     })
 }

@@ -155,6 +155,13 @@ impl Dataplane {
         Ok(())
     }
 
+    /// Moves an arena block; no lookup entry or state changes. [TMX-003]
+    pub(crate) fn relocate(&mut self, from: u64, to: u64) -> Result<(), SwitchError> {
+        self.engine
+            .relocate(from, to)
+            .map_err(|source| SwitchError::Relocate { from, source })
+    }
+
     /// A snapshot of every counter, with each port's I/O counters from
     /// `stats`. [SW-020]
     pub(crate) fn counters(&self, stats: impl Fn(u16) -> PortStats) -> SwitchCounters {

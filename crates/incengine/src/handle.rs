@@ -120,6 +120,13 @@ impl SwitchControl {
     pub async fn remove(&self, group: GroupId) -> Result<(), SwitchError> {
         self.ask(|tx| Command::Remove(group, tx)).await?
     }
+
+    /// Moves the arena block at `from` to `to` while the switch runs: the
+    /// contexts pointing at it learn the new offset, nothing else
+    /// changes. [TMX-003]
+    pub async fn relocate(&self, from: u64, to: u64) -> Result<(), SwitchError> {
+        self.ask(|tx| Command::Relocate(from, to, tx)).await?
+    }
 }
 
 /// The task's result, with a panic or cancellation as `Stopped`.

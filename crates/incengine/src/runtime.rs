@@ -38,6 +38,8 @@ pub(crate) enum Command {
     ),
     /// Remove a context.
     Remove(GroupId, oneshot::Sender<Result<(), SwitchError>>),
+    /// Move an arena block (from, to).
+    Relocate(u64, u64, oneshot::Sender<Result<(), SwitchError>>),
     /// Stop; the task returns its final counters.
     Shutdown,
 }
@@ -157,6 +159,9 @@ impl<P: FramePorts> Switch<P> {
             Command::Remove(group, reply) => {
                 let _ = reply.send(self.dataplane.remove(group));
             }
+            Command::Relocate(from, to, reply) => {
+                let _ = reply.send(self.dataplane.relocate(from, to));
+            }
             Command::Shutdown => {}
         }
     }
@@ -188,9 +193,11 @@ pub(crate) fn install(
             ports,
         });
     }
-    let fp = engine
-        .install(spec.config.clone())
-        .map_err(|source| SwitchError::Install { group, source })?;
+    let fp = match spec.placement {
+        Some(at) => engine.install_at(spec.config.clone(), at),
+        None => engine.install(spec.config.clone()),
+    }
+    .map_err(|source| SwitchError::Install { group, source })?;
     if let Some(c) = engine.context_mut(group) {
         c.set_start_psn(spec.start_psn);
     }

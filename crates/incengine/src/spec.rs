@@ -54,6 +54,9 @@ pub struct ContextSpec {
     pub config: ContextConfig,
     /// The group's start PSN.
     pub start_psn: Psn,
+    /// The block of the arena the manager placed the context in, if it
+    /// did (shared blocks are taken in turn at run time). [TMX-001]
+    pub placement: Option<epic_proto::engine::Placement>,
 }
 
 impl From<ContextConfig> for ContextSpec {
@@ -62,6 +65,7 @@ impl From<ContextConfig> for ContextSpec {
         ContextSpec {
             config,
             start_psn: Psn::ZERO,
+            placement: None,
         }
     }
 }
@@ -105,6 +109,14 @@ pub enum SwitchError {
     Install {
         /// The group.
         group: GroupId,
+        /// Why.
+        source: InstallError,
+    },
+    /// The engine refused to move an arena block. [TMX-003]
+    #[error("block at {from}: {source}")]
+    Relocate {
+        /// Where the block was.
+        from: u64,
         /// Why.
         source: InstallError,
     },

@@ -50,6 +50,18 @@ pub enum Command {
     },
 }
 
+/// Where a group's contexts go in the switch's arena: its block, the
+/// group as the tenant of every lane, and whether tenants share the
+/// block. [TMX-001]
+pub fn placement(group: GroupId, region: Region, shared: bool) -> epic_proto::engine::Placement {
+    epic_proto::engine::Placement {
+        offset: region.offset,
+        len: region.len,
+        tenant: group,
+        shared,
+    }
+}
+
 impl Command {
     /// From the wire.
     pub fn from_pb(c: &pb::agent_command::Command) -> Result<Command, BadField> {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use epic_proto::engine::{EngineConfig, IncEngine};
 use epic_proto::wire::GroupId;
 
-use crate::agent::{BoxFuture, Command, Switchboard};
+use crate::agent::{placement, BoxFuture, Command, Switchboard};
 use crate::arena::Region;
 
 /// An engine and the groups installed on it.
@@ -72,7 +72,7 @@ impl EngineBoard {
                 group,
                 contexts,
                 region,
-                ..
+                shared,
             } => {
                 if let Some(why) = &self.refuse {
                     return Err(why.clone());
@@ -83,7 +83,7 @@ impl EngineBoard {
                 let mut done = Vec::new();
                 for c in contexts {
                     let g = c.group;
-                    if let Err(e) = eng.install(c) {
+                    if let Err(e) = eng.install_at(c, placement(group, region, shared)) {
                         for d in done {
                             let _ = eng.remove(d);
                         }
@@ -102,7 +102,20 @@ impl EngineBoard {
                 }
                 Ok(())
             }
-            Command::Relocate { groups: gs, to, .. } => {
+            Command::Relocate {
+                groups: gs,
+                from,
+                to,
+            } => {
+                // The block moves once for all its tenants; a repeated
+                // command finds it moved already. [TMX-003]
+                if !gs
+                    .iter()
+                    .any(|g| groups.get(g).is_some_and(|(_, r)| *r == to))
+                {
+                    eng.relocate(from.offset, to.offset)
+                        .map_err(|e| e.to_string())?;
+                }
                 for g in gs {
                     if let Some((_, r)) = groups.get_mut(&g) {
                         *r = to;

@@ -154,6 +154,9 @@ pub struct Context {
     /// Per-pattern contexts: the edges whose inbound (`[0]`) or outbound
     /// (`[1]`) direction carries only control messages. [CTL-051]
     pub(crate) control_only: [u64; 2],
+    /// Where the control plane placed the context's state, if it did.
+    /// [TMX-001]
+    pub(crate) placed: Option<super::arena::Placement>,
 }
 
 impl Context {
@@ -181,6 +184,7 @@ impl Context {
         let raw = raw_children(&cfg);
         let control_only = control_only(&cfg, shape);
         Ok(Context {
+            placed: None,
             term,
             control_only,
             shape,
@@ -302,11 +306,14 @@ impl Context {
         } else {
             f
         };
+        let step = self.lock_control(io, h);
+        let h = &step.header;
         match self.cfg.mode {
             Mode::Terminated => {}
             Mode::Translated => self.control2(io, ep, f, h),
             Mode::Augmented => self.control3(io, ep, f, h),
         }
+        self.lock_settle(io, &step);
     }
 
     pub(crate) fn handle_data(&mut self, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {

@@ -95,6 +95,9 @@ engine_drop_reasons! {
     /// Mode I: the edge's RC endpoint did not act on the frame; its own
     /// counters say why (duplicate, out of sequence, RNR …). [M1-040]
     Transport => "transport",
+    /// Data for a context whose shared block another tenant holds, or
+    /// nobody: its group sent data without taking the block. [TMX-012]
+    NotGranted => "not_granted",
 }
 
 /// Counters of one engine. [ENG-060]
@@ -130,6 +133,12 @@ pub struct EngineCounters {
     /// Mode I: work requests an edge's RC endpoint failed (the endpoint is
     /// then in the error state). [M1-040]
     pub transport_errors: u64,
+    /// Shared blocks taken by an acquire Barrier. [TMX-010]
+    pub locks_granted: u64,
+    /// Acquire Barriers this switch marked denied. [TMX-011]
+    pub locks_denied: u64,
+    /// Shared blocks given back (release, or a denied acquire). [TMX-013]
+    pub locks_released: u64,
     drops: [u64; EngineDropReason::COUNT],
 }
 

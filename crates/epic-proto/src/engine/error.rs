@@ -3,6 +3,7 @@
 
 use core::fmt;
 
+use super::arena::PlacementError;
 use crate::wire::GroupId;
 
 /// Why a context could not be installed. [ENG-013] [ENG-014]
@@ -55,6 +56,8 @@ pub enum InstallError {
         /// The group.
         group: GroupId,
     },
+    /// The block the context was placed in is refused. [TMX-001]
+    Placement(PlacementError),
 }
 
 impl fmt::Display for InstallError {
@@ -84,6 +87,7 @@ impl fmt::Display for InstallError {
             InstallError::UnknownGroup { group } => {
                 write!(f, "no context is installed for group {group}")
             }
+            InstallError::Placement(e) => write!(f, "placement: {e}"),
         }
     }
 }

@@ -8,6 +8,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::alignment::Flow;
+use super::arena::{Arena, Placement};
 #[cfg(feature = "mutants")]
 use super::config::Pitfall;
 use super::config::{
@@ -50,6 +51,8 @@ pub(crate) struct Io<'a> {
     pub(crate) work: &'a mut WorkList,
     pub(crate) ident: &'a mut u16,
     pub(crate) scratch: &'a mut Vec<u8>,
+    /// The placed blocks and their locks. [TMX-010]
+    pub(crate) arena: &'a mut Arena,
     pub(crate) ctx: u16,
     pub(crate) now: Instant,
 }
@@ -84,6 +87,7 @@ pub struct IncEngine {
     contexts: Vec<Context>,
     table: LookupTable,
     arena_used: usize,
+    arena: Arena,
     counters: EngineCounters,
     txq: TxQueue,
     work: WorkList,
@@ -101,6 +105,7 @@ impl IncEngine {
             contexts: Vec::with_capacity(cfg.max_contexts),
             table: LookupTable::new(cfg.max_endpoints),
             arena_used: 0,
+            arena: Arena::default(),
             counters: EngineCounters::default(),
             txq: TxQueue::new(cfg.tx_queue_frames, frame),
             work: WorkList::new(cfg.max_endpoints),
@@ -127,6 +132,11 @@ impl IncEngine {
     /// Arena bytes free. [ENG-013]
     pub fn arena_free(&self) -> usize {
         self.cfg.arena_bytes.saturating_sub(self.arena_used)
+    }
+
+    /// The placed blocks of the arena and their locks. [TMX-001]
+    pub fn arena(&self) -> &Arena {
+        &self.arena
     }
 
     /// The installed contexts.
@@ -156,6 +166,45 @@ impl IncEngine {
     /// or the context limit would be exceeded; on success returns the
     /// bytes the context takes. [ENG-010] [ENG-013] [ENG-014]
     pub fn install(&mut self, cfg: ContextConfig) -> Result<ContextFootprint, InstallError> {
+        self.install_placed(cfg, None)
+    }
+
+    /// Installs a context whose state the control plane placed in a block
+    /// of the arena: a new block must lie inside the arena, aligned, and
+    /// apart from every other; a block already there must have the same
+    /// length and sharing, and the tenant's contexts must fit in it. A
+    /// shared block's tenants take it in turn at run time (temporal
+    /// multiplexing). Arena bytes are counted per block. [TMX-001]
+    /// [TMX-002]
+    pub fn install_at(
+        &mut self,
+        cfg: ContextConfig,
+        at: Placement,
+    ) -> Result<ContextFootprint, InstallError> {
+        self.install_placed(cfg, Some(at))
+    }
+
+    /// Moves the block at offset `from` to `to`: the contexts pointing at
+    /// it learn the new offset and nothing else changes: no lookup entry,
+    /// no state, no lock. [TMX-003]
+    pub fn relocate(&mut self, from: u64, to: u64) -> Result<(), InstallError> {
+        let arena = self.cfg.arena_bytes as u64;
+        self.arena
+            .relocate(from, to, arena)
+            .map_err(InstallError::Placement)?;
+        for c in &mut self.contexts {
+            if let Some(p) = c.placed.as_mut().filter(|p| p.offset == from) {
+                p.offset = to;
+            }
+        }
+        Ok(())
+    }
+
+    fn install_placed(
+        &mut self,
+        cfg: ContextConfig,
+        at: Option<Placement>,
+    ) -> Result<ContextFootprint, InstallError> {
         validate(&cfg, self.cfg.max_group_size)?;
         if self.contexts.iter().any(|c| c.cfg.group == cfg.group) {
             return Err(InstallError::DuplicateGroup { group: cfg.group });
@@ -182,13 +231,24 @@ impl IncEngine {
         }
         // Size the context before allocating it.
         let fp = ContextFootprint::of(&cfg);
-        if fp.total() > self.arena_free() {
+        let bytes = fp.total();
+        let charged = match &at {
+            Some(p) => {
+                let new = self
+                    .arena
+                    .check(p, bytes as u64, self.cfg.arena_bytes as u64)
+                    .map_err(InstallError::Placement)?;
+                usize::try_from(new).unwrap_or(usize::MAX)
+            }
+            None => bytes,
+        };
+        if charged > self.arena_free() {
             return Err(InstallError::ArenaExhausted {
-                needed: fp.total(),
+                needed: charged,
                 free: self.arena_free(),
             });
         }
-        let ctx = Context::new(&self.cfg, cfg).map_err(|_| InstallError::Invalid {
+        let mut ctx = Context::new(&self.cfg, cfg).map_err(|_| InstallError::Invalid {
             what: "endpoints: a Mode I endpoint's RC configuration is out of range",
         })?;
         let fp = ctx.footprint();
@@ -200,7 +260,14 @@ impl IncEngine {
             let ep = u16::try_from(i).unwrap_or(u16::MAX);
             self.table.insert(e.local_qpn, Entry { ctx: index, ep });
         }
-        self.arena_used += fp.total();
+        match &at {
+            Some(p) => {
+                self.arena.place(p, ctx.cfg.group, fp.total() as u64);
+                self.arena_used += charged;
+            }
+            None => self.arena_used += fp.total(),
+        }
+        ctx.placed = at;
         self.contexts.push(ctx);
         Ok(fp)
     }
@@ -214,7 +281,11 @@ impl IncEngine {
             .position(|c| c.cfg.group == group)
             .ok_or(InstallError::UnknownGroup { group })?;
         let ctx = self.contexts.remove(index);
-        self.arena_used = self.arena_used.saturating_sub(ctx.footprint().total());
+        let freed = match ctx.placed {
+            Some(p) => usize::try_from(self.arena.unplace(p.offset, group)).unwrap_or(0),
+            None => ctx.footprint().total(),
+        };
+        self.arena_used = self.arena_used.saturating_sub(freed);
         let index = u16::try_from(index).unwrap_or(u16::MAX);
         self.table.remove_context(index);
         // Context indices after it shift: re-list every endpoint (an
@@ -276,6 +347,7 @@ impl IncEngine {
             work: &mut self.work,
             ident: &mut self.ident,
             scratch: &mut self.scratch,
+            arena: &mut self.arena,
             ctx: ci,
             now,
         };
@@ -367,6 +439,21 @@ impl IncEngine {
                 io.drop(EngineDropReason::BadControl);
                 return Disposition::Consumed;
             }
+        }
+        // A shared block serves data only to the tenant holding it.
+        // [TMX-012]
+        if f.epic.is_none()
+            && matches!(
+                f.bth.opcode,
+                Opcode::RcSendFirst
+                    | Opcode::RcSendMiddle
+                    | Opcode::RcSendLast
+                    | Opcode::RcSendOnly
+            )
+            && !ctx.holds_block(&io)
+        {
+            io.drop(EngineDropReason::NotGranted);
+            return Disposition::Consumed;
         }
         if ctx.term.is_some() {
             ctx.frame1(&mut io, ep, f);

@@ -362,9 +362,15 @@ impl InvocationTable {
             let inv = self
                 .get_mut(slot)
                 .ok_or(EngineDropReason::ControlMismatch)?;
-            if inv.header != *header || inv.control_psn != psn {
+            // Switches add the denied mark of a lock Barrier on the way;
+            // it never makes two controls disagree, and once set it
+            // stays. [TMX-011]
+            let mut theirs = *header;
+            theirs.flags.denied = inv.header.flags.denied;
+            if inv.header != theirs || inv.control_psn != psn {
                 return Err(EngineDropReason::ControlMismatch);
             }
+            inv.header.flags.denied |= header.flags.denied;
             inv.control_seen |= bit;
             return Ok(ControlOutcome::Known(slot));
         }

@@ -25,6 +25,8 @@ pub mod aggregate;
 #[cfg(feature = "alloc")]
 mod alignment;
 #[cfg(feature = "alloc")]
+pub mod arena;
+#[cfg(feature = "alloc")]
 mod config;
 #[cfg(feature = "alloc")]
 mod context;
@@ -38,6 +40,8 @@ mod error;
 mod inc_engine;
 #[cfg(feature = "alloc")]
 pub mod invocation;
+#[cfg(feature = "alloc")]
+mod lock;
 #[cfg(feature = "alloc")]
 mod mode1;
 #[cfg(feature = "alloc")]
@@ -55,6 +59,8 @@ mod txq;
 mod alignment_tests;
 #[cfg(all(test, feature = "alloc"))]
 mod install_tests;
+#[cfg(all(test, feature = "alloc"))]
+mod lock_tests;
 #[cfg(all(test, feature = "alloc", feature = "mutants"))]
 mod mutant_tests;
 #[cfg(all(test, feature = "alloc"))]
@@ -62,6 +68,8 @@ mod source_tests;
 #[cfg(all(test, feature = "alloc"))]
 mod test_rig;
 
+#[cfg(feature = "alloc")]
+pub use arena::{Arena, Block, Placement, PlacementError};
 #[cfg(feature = "alloc")]
 pub use config::mode1_window;
 #[cfg(feature = "alloc")]

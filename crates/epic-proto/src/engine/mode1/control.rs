@@ -14,12 +14,16 @@ use crate::roce::SendOp;
 use crate::wire::{EpicHeaderRepr, EPIC_HEADER_LEN, EPIC_IMM_TAG};
 
 /// Two headers describe the same invocation: everything but the first
-/// data PSN, which names a PSN of the sender's own hop. [M1-020]
+/// data PSN, which names a PSN of the sender's own hop, and the denied
+/// mark of a lock Barrier, which switches add on the way. [M1-020]
+/// [TMX-011]
 fn same_invocation(a: &EpicHeaderRepr, b: &EpicHeaderRepr) -> bool {
-    EpicHeaderRepr {
+    let mut a = EpicHeaderRepr {
         first_psn: b.first_psn,
         ..*a
-    } == *b
+    };
+    a.flags.denied = b.flags.denied;
+    a == *b
 }
 
 impl Context {
@@ -27,6 +31,12 @@ impl Context {
     /// `ep`'s endpoint. [M1-020]
     pub(crate) fn control1(&mut self, io: &mut Io<'_>, ep: u16, h: &EpicHeaderRepr) {
         io.counters.rx_control += 1;
+        let step = self.lock_control(io, h);
+        self.control1_locked(io, ep, &step.header);
+        self.lock_settle(io, &step);
+    }
+
+    fn control1_locked(&mut self, io: &mut Io<'_>, ep: u16, h: &EpicHeaderRepr) {
         let Some(slot) = self.install1(io, h) else {
             return;
         };
@@ -146,6 +156,10 @@ impl Context {
             if !same {
                 io.drop(EngineDropReason::ControlMismatch);
                 return None;
+            }
+            // A denied mark from any edge stays. [TMX-011]
+            if let Some(inv) = t.invs.get_mut(i).and_then(Option::as_mut) {
+                inv.header.flags.denied |= h.flags.denied;
             }
             return Some(i);
         }
