@@ -43,13 +43,19 @@ def ext(real=RESYNC, binding=B_ALL_REDUCE, root=0):
 
 
 def setup(mode3, k, slots_exp=2, repro=False, u=U256, queue=0, cnp=False, topo=STAR,
-          psn=(0, 0), timeout=0, second=None, x0=None, x1=0, m_sel=0, window=2, credits=0):
+          psn=(0, 0), timeout=0, second=None, x0=None, x1=0, m_sel=0, window=2, credits=0,
+          shared=False):
     """slots: N = 4 << slots_exp. psn: (selector, low) as `Cursor::psn`
     reads it (1: just below the 2^24 wrap). second: None or (other_mode,
     k2, wrap_steps) for a second context. x0/x1: the extended setup (see
     `ext`; N is then 16), with Mode I's M (`MESSAGE_PACKETS[m_sel]`), W and
-    peer credits (`PEER_CREDITS[credits]`)."""
-    if x0 is not None:
+    peer credits (`PEER_CREDITS[credits]`). shared: both contexts in one
+    shared block (N = 8; needs `second`) [TMX-001]."""
+    if shared:
+        assert second is not None
+        slots_exp = 6
+        x0 = RESYNC if x0 is None else x0
+    elif x0 is not None:
         slots_exp = 7
     b0 = (1 if mode3 else 0) | ((k - 2) << 1) | (slots_exp << 4) | (0x80 if repro else 0)
     b1 = u | (queue << 3) | (0x20 if cnp else 0) | (topo << 6)
@@ -73,6 +79,10 @@ def begin(coll, op=SUM, dtype=INT32, packets=4, size_sel=0, last=255, root=0,
     sel = coll | (op << 2) | (dtype << 4) | (0x40 if repro else 0) | (0x80 if ctx else 0)
     count = 254 if packets == HUGE else 0 if packets == 0 else packets - 1
     return bytes([BEGIN, sel, count, size_sel, last, root, jump])
+
+
+# A Barrier's op selects its lock flags [TMX-010] [TMX-013].
+ACQUIRE, RELEASE = MIN, MAX
 
 
 def controls(ctx=0, ep=15, variant=0, arg=0):
@@ -213,6 +223,25 @@ SEEDS = {
                              x0=ext(MODE1_BOUND, B_BROADCAST, 2), x1=ext(PER_PATTERN, B_REDUCE, 3))
     + invocation(BROADCAST, packets=2) + begin(ALL_REDUCE, root=OTHER, packets=2) + controls()
     + pump() + invocation(REDUCE, packets=3, ctx=1) + invocation(BROADCAST, packets=1),
+    # Temporal multiplexing [TMX-010]...[TMX-013]: two contexts share a
+    # block. Context 0 takes it and runs an AllReduce; context 1's acquire
+    # is denied, its data refused (not_granted); context 0 releases;
+    # context 1 takes the block and runs.
+    "temporal_m2_m3": setup(False, 3, second=(True, 4, 1), shared=True)
+    + invocation(BARRIER, op=ACQUIRE) + invocation(ALL_REDUCE, packets=2)
+    + invocation(BARRIER, op=ACQUIRE, ctx=1)
+    + begin(ALL_REDUCE, packets=1, ctx=1) + controls(ctx=1) + pump() + data_all(ctx=1) + pump()
+    + invocation(BARRIER, op=RELEASE)
+    + invocation(BARRIER, op=ACQUIRE, ctx=1) + invocation(ALL_REDUCE, packets=2, ctx=1)
+    + invocation(BARRIER, op=RELEASE, ctx=1),
+    # The same on a Mode I leaf (the harness's parent echoes), next to a
+    # Mode III context in the block.
+    "temporal_m1_leaf": setup(False, 4, topo=LEAF, second=(True, 3, 0), shared=True,
+                              x0=ext(MODE1), m_sel=1, window=2)
+    + invocation(BARRIER, op=ACQUIRE, ctx=1) + invocation(ALL_REDUCE, packets=2, ctx=1)
+    + invocation(BARRIER, op=ACQUIRE) + invocation(BARRIER, op=RELEASE, ctx=1)
+    + invocation(BARRIER, op=ACQUIRE) + invocation(ALL_REDUCE, packets=3)
+    + invocation(BARRIER, op=RELEASE),
 }
 
 

@@ -80,6 +80,18 @@ fn monotone(before: &EngineCounters, after: &EngineCounters, op: &str) {
     }
 }
 
+/// A data frame the engine refused for want of the shared block: the
+/// drop, and nothing else. [TMX-012]
+pub(crate) fn check_gated(before: &EngineCounters, after: &EngineCounters) {
+    monotone(before, after, "handle_frame");
+    let mut expected = before.clone();
+    expected.rx_frames += 1;
+    let a = fields(after);
+    let mut e = fields(&expected);
+    e[PLAIN + R::NotGranted as usize] += 1;
+    assert_eq!(a, e, "a refused data frame changed more than its drop");
+}
+
 /// What one frame handed in did to the counters and the disposition;
 /// `mode1`: it reaches the RC endpoint of a Mode I edge (a valid frame for
 /// the switch, its QPN, on its port).
@@ -344,6 +356,16 @@ impl Harness {
                         });
                     match begun {
                         Some(i) => {
+                            // Switches add only the denied mark of an
+                            // acquire Barrier. [TMX-011]
+                            assert!(
+                                !h.flags.denied || i.h.flags.lock(i.h.collective).is_some_and(
+                                    |l| matches!(l, epic_proto::wire::LockRequest::Acquire { .. })
+                                ),
+                                "echo at {psn} denied without an acquire"
+                            );
+                            let mut h = h;
+                            h.flags.denied = i.h.flags.denied;
                             assert_eq!(h, i.h, "echo at {psn} differs from the header begun")
                         }
                         None => assert!(self.forgot, "echo at {psn}: no invocation begun there"),
@@ -464,6 +486,30 @@ impl Harness {
     /// The context and endpoint a frame handed in on `port` reaches: a
     /// valid frame for the switch and an endpoint's QPN, on its port. For a
     /// Mode I edge, notes the PSNs its RC endpoint sees.
+    /// Whether `bytes`, reaching context endpoint `target`, is data the
+    /// engine must refuse: a SEND of a context in a shared block that its
+    /// tenant does not hold. [TMX-012]
+    pub(crate) fn gated(&self, target: Option<(usize, usize)>, bytes: &[u8]) -> bool {
+        let Some((ci, _)) = target else {
+            return false;
+        };
+        let Ok(f) = RoceFrame::parse_verified(bytes) else {
+            return false;
+        };
+        let data = f.epic.is_none()
+            && matches!(
+                f.bth.opcode,
+                Opcode::RcSendFirst | Opcode::RcSendMiddle | Opcode::RcSendLast | Opcode::RcSendOnly
+            );
+        let group = self.ctxs[ci].cfg.group;
+        let placed = self
+            .eng
+            .context(group)
+            .and_then(|c| c.placement())
+            .filter(|p| p.shared);
+        data && placed.is_some_and(|p| self.eng.arena().holder(p.offset) != Some(p.tenant))
+    }
+
     pub(crate) fn target_of(&mut self, port: PortNo, bytes: &[u8]) -> Option<(usize, usize)> {
         let f = RoceFrame::parse_verified(bytes).ok()?;
         if f.ipv4.dst != SWITCH_IP {
@@ -571,6 +617,32 @@ impl Harness {
             self.eng.contexts().len(),
             self.ctxs.len(),
             "after {op}: contexts"
+        );
+        // A shared block is held by one of its tenants or by none, and the
+        // lock counters account for every grant and every release.
+        // [TMX-010] [TMX-013]
+        for b in self.eng.arena().blocks() {
+            if let Some(h) = b.holder {
+                assert!(
+                    b.shared && b.contexts.iter().any(|(t, _, _)| *t == h),
+                    "after {op}: block at {} held by {h}, not one of its tenants",
+                    b.offset
+                );
+            }
+        }
+        let held = self
+            .eng
+            .arena()
+            .blocks()
+            .iter()
+            .filter(|b| b.holder.is_some())
+            .count() as u64;
+        assert_eq!(
+            c.locks_granted - c.locks_released,
+            held,
+            "after {op}: {} grants, {} releases, {held} blocks held",
+            c.locks_granted,
+            c.locks_released
         );
         if let Some(d) = self.eng.poll_timeout() {
             assert!(d > self.now, "after {op}: deadline {d} <= now {}", self.now);

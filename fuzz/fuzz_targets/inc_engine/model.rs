@@ -318,6 +318,10 @@ impl Harness {
             data_type: if barrier { DataType::None } else { dtype },
             flags: EpicFlags {
                 reproducible: sel & 0x40 != 0,
+                // A Barrier's op bits ask for a shared block's lock.
+                // [TMX-010] [TMX-013]
+                acquire: barrier && sel & 0x04 != 0,
+                release: barrier && sel & 0x08 != 0,
                 ..EpicFlags::default()
             },
             root_rank,

@@ -83,6 +83,7 @@ impl Harness {
         self.bytes_in += bytes.len();
         let before = self.eng.counters().clone();
         let target = self.target_of(port, &bytes);
+        let gated = self.gated(target, &bytes);
         let disp = self.eng.handle_frame(self.now, port, &bytes);
         self.rx_frames += 1;
         if tracing() {
@@ -99,15 +100,25 @@ impl Harness {
             }
         }
         let mode1 = target.is_some_and(|(ci, _)| self.ctxs[ci].mode1());
-        checks::check_frame(
-            &before,
-            self.eng.counters(),
-            disp,
-            &bytes,
-            expect,
-            self.clean,
-            mode1,
-        );
+        let refused = self.eng.counters().drops(epic_proto::engine::EngineDropReason::NotGranted)
+            - before.drops(epic_proto::engine::EngineDropReason::NotGranted);
+        if gated {
+            // [TMX-012] Data for a context whose shared block its tenant
+            // does not hold never reaches the context.
+            assert_eq!(refused, 1, "data reached a shared context without the block");
+            checks::check_gated(&before, self.eng.counters());
+        } else {
+            assert_eq!(refused, 0, "data refused though its tenant holds the block");
+            checks::check_frame(
+                &before,
+                self.eng.counters(),
+                disp,
+                &bytes,
+                expect,
+                self.clean,
+                mode1,
+            );
+        }
         if self.eng.counters().invocations_installed > before.invocations_installed {
             if let Some(h) = RoceFrame::parse(&bytes).ok().and_then(|f| f.epic) {
                 self.note_install(&h);

@@ -1,6 +1,6 @@
 //! The Harness: the engine and its contexts, from the first input bytes.
 
-use epic_proto::engine::{PatternBinding, Pitfall, PsnAlignment, FRAME_OVERHEAD};
+use epic_proto::engine::{PatternBinding, Pitfall, Placement, PsnAlignment, FRAME_OVERHEAD};
 use epic_proto::roce::Mtu;
 use epic_proto::Duration;
 
@@ -91,7 +91,7 @@ impl Harness {
     ///
     /// | byte | meaning |
     /// |------|---------|
-    /// | 0    | bit 0: Mode III; bits 1..3: K − 2 (`% 7`); bits 4..6: N = 4 << (`% 5`), 7: N = 16 and the extended setup; bit 7: reproducible buffers |
+    /// | 0    | bit 0: Mode III; bits 1..3: K − 2 (`% 7`); bits 4..6: N = 4 << (`% 5`), 6: N = 8, the extended setup and both contexts in one shared block (with a second context), 7: N = 16 and the extended setup; bit 7: reproducible buffers |
     /// | 1    | bits 0..2: U ([`PAYLOADS`]; Mode I: 256 unless a path MTU); bits 3..4: output queue ([`QUEUES`]); bit 5: CNPs; bits 6..7: topology (0, 1: star; 2: leaf under a parent switch; 3: root over a child switch) |
     /// | 2, 3 | start PSN, see [`Cursor::psn`] |
     /// | 4    | bits 0..1: retransmission timeout ([`TIMEOUTS_US`]); bit 2: a second context (a star of K2 ranks on ports 0..K2, U = 256, other QPNs); bit 3: in the other mode; bits 4..6: K2 − 2 (`% 7`); bit 7: local QPNs just below 2^24 |
@@ -105,7 +105,10 @@ impl Harness {
         let start = cur.psn();
         let b4 = cur.u8();
         let b5 = cur.u8();
-        let extended = (b0 >> 4) & 7 == 7;
+        let extended = matches!((b0 >> 4) & 7, 6 | 7);
+        // Temporal multiplexing: the two contexts take one block in turn.
+        // [TMX-001] [TMX-010]
+        let shared = (b0 >> 4) & 7 == 6 && b4 & 4 != 0;
         let (x0, x1, x2) = if extended {
             (cur.u8(), cur.u8(), cur.u8())
         } else {
@@ -177,8 +180,25 @@ impl Harness {
 
         let mut eng = IncEngine::new(ecfg);
         let mut ctxs = Vec::new();
+        let block = cfgs
+            .iter()
+            .map(|(c, _)| IncEngine::footprint_of(c).map_or(0, |f| f.total() as u64))
+            .max()
+            .unwrap_or(0)
+            .div_ceil(64)
+            * 64;
         for (cfg, start) in cfgs {
-            if let Err(e) = eng.install(cfg.clone()) {
+            let placed = shared.then_some(Placement {
+                offset: 0,
+                len: block,
+                tenant: cfg.group,
+                shared: true,
+            });
+            let r = match placed {
+                Some(at) => eng.install_at(cfg.clone(), at),
+                None => eng.install(cfg.clone()),
+            };
+            if let Err(e) = r {
                 panic!("the harness's context does not install: {e} ({cfg:?})");
             }
             match eng.context_mut(cfg.group) {

@@ -53,7 +53,11 @@ impl Context {
         if Some(ep) == parent {
             if !inv.echo_down {
                 inv.echo_down = true;
-                self.post_header1(io, down, h);
+                // The echo keeps a denied mark this switch made or saw
+                // on the way up. [TMX-011]
+                let mut echo = *h;
+                echo.flags.denied |= inv.header.flags.denied;
+                self.post_header1(io, down, &echo);
             }
             return;
         }
