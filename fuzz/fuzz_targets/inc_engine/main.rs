@@ -73,6 +73,14 @@
 //!   root outside the group installs nothing; data with the wrong length
 //!   aggregates nothing.
 //! - `arena_used()` never changes after install.
+//! - Temporal multiplexing (both contexts in one shared block, setup
+//!   [TMX-001]): a block is held by one of its tenants or by none, the
+//!   engine's grants minus its releases equal the blocks held, and a data
+//!   frame for a context whose tenant does not hold the block is dropped
+//!   (`not_granted`) and changes nothing else, while one whose tenant holds
+//!   it is never refused [TMX-010]…[TMX-013]; an echo differs from the
+//!   header begun at most by the denied mark, and only on an acquire
+//!   Barrier [TMX-011].
 //! - Timers: Mode II arms none; after every operation `poll_timeout()` is
 //!   `None` or later than now; `handle_timeout` before the deadline changes
 //!   nothing.
