@@ -45,6 +45,12 @@ pub struct IncSetup {
     /// Ask for fixed-order (bitwise reproducible) reductions; the switches'
     /// contexts must have been installed with reproducible buffers.
     pub reproducible: bool,
+    /// The switches hold the group in blocks shared with other groups
+    /// (temporal multiplexing): each call takes them with an acquire
+    /// Barrier and runs on the host fallback when a switch denies them.
+    /// The communicator then keeps the fallback mesh beside the QP toward
+    /// the switch. [COMM-041]
+    pub shared: bool,
 }
 
 /// Tuning of the host fallback. [COMM-031]
@@ -226,6 +232,13 @@ impl CommConfig {
             range("inc.message_packets", inc.message_packets.into(), 1, 1024)?;
             range("inc.window", inc.window.into(), 1, 4096)?;
             self.inc_qp(inc).validate().map_err(ArgError::Qp)?;
+            // Frames reach the QP their destination QPN names: with shared
+            // blocks the mesh runs beside the switch QP. [COMM-041]
+            let qpn = inc.qpn.value();
+            let mesh = FALLBACK_QPN_BASE..FALLBACK_QPN_BASE + u32::from(self.ranks);
+            if inc.shared && mesh.contains(&qpn) {
+                return Err(ArgError::SharedQpnClash { qpn });
+            }
         }
         for peer in 0..self.ranks {
             if peer != self.rank {
@@ -370,6 +383,7 @@ mod tests {
             message_packets: 4,
             window: 8,
             reproducible: false,
+            shared: false,
         };
         assert_eq!(cfg().with_inc(inc).validate(), Ok(()));
         let mut c = cfg().with_inc(IncSetup { window: 0, ..inc });
@@ -383,6 +397,40 @@ mod tests {
         )
         .with_inc(inc);
         assert_eq!(c.validate(), Err(ArgError::IncNeedsTwoRanks));
+    }
+
+    /// [COMM-041] A shared group runs the mesh beside the switch QP, so
+    /// the switch QP must not take a mesh QP number; an unshared group may.
+    #[test]
+    fn shared_group_keeps_the_mesh_qpns_free() {
+        let inc = IncSetup {
+            mode: Mode::Augmented,
+            switch_ip: Ipv4Addr::new(10, 1, 0, 0),
+            qpn: Qpn::try_new(FALLBACK_QPN_BASE + 3).unwrap(),
+            switch_qpn: Qpn::try_new(0x1001).unwrap(),
+            group: GroupId(7),
+            start_psn: Psn::ZERO,
+            message_packets: 4,
+            window: 8,
+            reproducible: false,
+            shared: false,
+        };
+        assert_eq!(cfg().with_inc(inc).validate(), Ok(()));
+        let shared = IncSetup {
+            shared: true,
+            ..inc
+        };
+        assert_eq!(
+            cfg().with_inc(shared).validate(),
+            Err(ArgError::SharedQpnClash {
+                qpn: FALLBACK_QPN_BASE + 3
+            })
+        );
+        let clear = IncSetup {
+            qpn: Qpn::try_new(FALLBACK_QPN_BASE + 4).unwrap(),
+            ..shared
+        };
+        assert_eq!(cfg().with_inc(clear).validate(), Ok(()));
     }
 
     /// [COMM-030] The mesh's QP numbers pair up across ranks.

@@ -2,6 +2,11 @@
 //! toward the switch (INC) or the fallback mesh, the frame demultiplexer,
 //! the running call with its deadline, and poisoning. [COMM-020]
 //!
+//! A group whose switch blocks are shared with other groups keeps both:
+//! each call starts on the driver, which first takes the blocks, and moves
+//! to the mesh with the same arguments when a switch denies them.
+//! [COMM-041]
+//!
 //! Call order, as for every sans-IO machine here: inputs
 //! ([`Core::handle_frame`] for each frame of a batch, then
 //! [`Core::after_input`]; [`Core::handle_timeout`]; [`Core::start`]), then
@@ -28,6 +33,18 @@ struct IncLane {
     rank: HostRank,
     qpn: Qpn,
     reproducible: bool,
+    /// The switch blocks are shared: every call takes them first, and a
+    /// denied call runs on the mesh. [COMM-041]
+    shared: bool,
+}
+
+/// Which machine runs the call in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// The host driver, in the network.
+    Inc,
+    /// The fallback mesh.
+    Mesh,
 }
 
 /// The progress task's state.
@@ -37,6 +54,11 @@ pub(crate) struct Core {
     ranks: u16,
     inc: Option<IncLane>,
     mesh: Option<Mesh>,
+    /// Where the running call (or the last one) runs.
+    path: Path,
+    /// Shared blocks: the running call's arguments, kept until the driver
+    /// knows whether the switches granted the blocks. [COMM-041]
+    held: Option<(CallSpec, Vec<u8>)>,
     msg_bytes: usize,
     call_timeout: Duration,
     std_call_timeout: std::time::Duration,
@@ -69,12 +91,21 @@ impl Core {
                     })
                 }
                 .map_err(ArgError::Qp)?;
-                let lane = IncLane {
+                let mut lane = IncLane {
                     rank,
                     qpn: setup.qpn,
                     reproducible: setup.reproducible,
+                    shared: setup.shared,
                 };
-                (Some(lane), None)
+                lane.rank.set_contended(setup.shared);
+                // Shared blocks: the mesh stands by for denied calls (its
+                // QP numbers were checked not to meet the switch QP's).
+                let mesh = if setup.shared {
+                    Some(Mesh::new(cfg)?)
+                } else {
+                    None
+                };
+                (Some(lane), mesh)
             }
             None => (None, Some(Mesh::new(cfg)?)),
         };
@@ -82,8 +113,10 @@ impl Core {
         Ok(Core {
             rank: cfg.rank,
             ranks: cfg.ranks,
+            path: if inc.is_some() { Path::Inc } else { Path::Mesh },
             inc,
             mesh,
+            held: None,
             msg_bytes: cfg.fallback.message_bytes as usize,
             call_timeout: Duration::from_nanos(nanos),
             std_call_timeout: cfg.call_timeout,
@@ -132,7 +165,12 @@ impl Core {
                 Some(HostEvent::Failed(HostError::InvalidArgument(what))) => {
                     return Err(ArgError::Rejected(what).into());
                 }
-                // The driver keeps its own copy of the input.
+                // The driver keeps its own copy of the input; with shared
+                // blocks the mesh may need it too. [COMM-041]
+                other if inc.shared => {
+                    self.held = Some((spec, input));
+                    (other, Vec::new())
+                }
                 other => (other, input),
             }
         } else if let Some(mesh) = &mut self.mesh {
@@ -142,11 +180,16 @@ impl Core {
         } else {
             return Err(CommError::Closed);
         };
+        self.path = if self.inc.is_some() {
+            Path::Inc
+        } else {
+            Path::Mesh
+        };
         tracing::debug!(rank = self.rank, ?spec, "call started");
         self.deadline = Some(now.saturating_add(self.call_timeout));
         match early {
-            Some(ev) => self.finish(host_result(ev)),
-            None => self.collect(),
+            Some(ev) => self.host_event(now, ev),
+            None => self.collect(now),
         }
         Ok(spare)
     }
@@ -194,21 +237,21 @@ impl Core {
         if let Some(mesh) = &mut self.mesh {
             mesh.pump(now);
         }
-        self.collect();
+        self.collect(now);
     }
 
     /// The next frame to send; once there is none, collects a call the
     /// driver finished meanwhile.
     pub(crate) fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        let n = if let Some(inc) = &mut self.inc {
-            inc.rank.poll_transmit(now, buf)
-        } else if let Some(mesh) = &mut self.mesh {
-            mesh.poll_transmit(now, buf)
-        } else {
-            None
-        };
+        let mut n = self
+            .inc
+            .as_mut()
+            .and_then(|inc| inc.rank.poll_transmit(now, buf));
         if n.is_none() {
-            self.collect();
+            n = self.mesh.as_mut().and_then(|m| m.poll_transmit(now, buf));
+        }
+        if n.is_none() {
+            self.collect(now);
         }
         n
     }
@@ -230,7 +273,7 @@ impl Core {
             mesh.handle_timeout(now);
             mesh.pump(now);
         }
-        self.collect();
+        self.collect(now);
         if self.deadline.is_some_and(|d| now >= d) {
             self.stats.call_timeouts += 1;
             self.fail(
@@ -266,21 +309,55 @@ impl Core {
     }
 
     /// Takes a finished call's outcome from the driver or the mesh.
-    fn collect(&mut self) {
+    fn collect(&mut self, now: Instant) {
         if !self.busy() {
             return;
         }
-        let done = if let Some(inc) = &mut self.inc {
-            inc.rank.poll_event().map(host_result)
-        } else if let Some(mesh) = &mut self.mesh {
-            mesh.poll_outcome()
+        if self.path == Path::Inc {
+            if let Some(ev) = self.inc.as_mut().and_then(|i| i.rank.poll_event()) {
+                self.host_event(now, ev);
+            }
+            // A denied call has moved to the mesh, which may have finished
+            // at once.
+            if self.path == Path::Inc {
+                return;
+            }
+        }
+        let done = self.mesh.as_mut().and_then(|m| {
+            m.poll_outcome()
                 .map(|r| r.map_err(|e| map_mesh_error(e, self.msg_bytes)))
-        } else {
-            None
-        };
+        });
         if let Some(r) = done {
             self.finish(r);
         }
+    }
+
+    /// What the driver reported about the running call: its outcome, or
+    /// that a switch denied the shared blocks, and then the call starts
+    /// again on the mesh with the same arguments. [COMM-041]
+    fn host_event(&mut self, now: Instant, ev: HostEvent) {
+        let held = self.held.take();
+        if ev != HostEvent::Denied {
+            self.finish(host_result(ev));
+            return;
+        }
+        let (Some((spec, input)), Some(mesh)) = (held, self.mesh.as_mut()) else {
+            self.finish(Err(GroupError::Failed(
+                "the switches denied a call that has no host fallback",
+            )
+            .into()));
+            return;
+        };
+        tracing::debug!(
+            rank = self.rank,
+            ?spec,
+            "shared blocks denied; the call runs on the hosts"
+        );
+        self.stats.calls_denied += 1;
+        self.path = Path::Mesh;
+        let p = plan(&spec, self.rank, self.ranks, input);
+        mesh.start(now, Runner::new(p, self.msg_bytes));
+        self.collect(now);
     }
 
     fn finish(&mut self, result: Result<Vec<u8>, CommError>) {
@@ -307,6 +384,7 @@ impl Core {
         self.stats = self.stats();
         self.inc = None;
         self.mesh = None;
+        self.held = None;
         self.poisoned = Some(cause);
         if self.deadline.take().is_some() {
             self.stats.calls_failed += 1;
@@ -319,6 +397,9 @@ fn host_result(ev: HostEvent) -> Result<Vec<u8>, CommError> {
     match ev {
         HostEvent::Completed { output } => Ok(output),
         HostEvent::Failed(e) => Err(map_host_error(e)),
+        HostEvent::Denied => {
+            Err(GroupError::Failed("the switches denied the shared blocks").into())
+        }
     }
 }
 

@@ -173,6 +173,16 @@ pub enum ArgError {
     /// In-network collectives need at least two ranks.
     #[error("in-network collectives need at least two ranks")]
     IncNeedsTwoRanks,
+    /// A group with shared switch blocks keeps the fallback mesh beside
+    /// the QP toward the switch, and `inc.qpn` is one of the mesh's QP
+    /// numbers (`FALLBACK_QPN_BASE` + rank). [COMM-041]
+    #[error(
+        "inc.qpn {qpn:#x} is a QP number of the fallback mesh, which a shared group also runs"
+    )]
+    SharedQpnClash {
+        /// The QP number toward the switch.
+        qpn: u32,
+    },
     /// The transport has no port 0.
     #[error("the transport has no port")]
     NoPort,

@@ -93,5 +93,6 @@ pub fn setup(g: &pb::Granted, req: &GroupRequest, rank: usize) -> Result<IncSetu
         message_packets: g.message_packets,
         window: g.window,
         reproducible: req.reproducible,
+        shared: g.shared,
     })
 }

@@ -14,6 +14,10 @@ pub struct CommStats {
     pub calls_failed: u64,
     /// Calls that timed out (also counted in `calls_failed`).
     pub call_timeouts: u64,
+    /// Calls that ran on the host fallback because a switch denied the
+    /// blocks the group shares with other groups (also counted in
+    /// `calls_completed` or `calls_failed`). [COMM-041]
+    pub calls_denied: u64,
     /// Frames handed to the transport.
     pub frames_tx: u64,
     /// Bytes handed to the transport.

@@ -173,6 +173,7 @@ fn comm_config(
             // RNR NAK, where the result loop's larger one does. [HOST-017]
             window: cfg.window,
             reproducible: true,
+            shared: false,
         }),
         LabMode::Host => None,
     };

@@ -3,7 +3,13 @@
 //! fabric. The switch is the sans-IO `IncEngine` in a small tokio task;
 //! frames it does not claim (`Disposition::NotEpic`: the fallback mesh's
 //! rank-to-rank traffic) are forwarded by destination IP with the MAC
-//! addresses rewritten, as a router would.
+//! addresses rewritten, as a router would. A lab whose group is `shared`
+//! places the group's context in a block it shares with a second group
+//! ([`OTHER`], two ranks); while the lab's `other` flag is set, that group
+//! holds the block: the switch driver hands the engine that group's real
+//! acquire Barrier control (and, when the flag clears, the rest of that
+//! Barrier and a release Barrier), so the lab group's acquires meet a real
+//! first-come-first-served lock. [TMX-010]
 #![allow(
     dead_code,
     unreachable_pub,
@@ -14,13 +20,20 @@
 
 use std::future::Future;
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use commlib::{CommConfig, Communicator, Element, IncSetup, Mode};
 use epic_io::{recv_batch, Clock, FramePorts, LinkFaults, MemFabric, MemPorts, RxBatch, MAX_FRAME};
-use epic_proto::engine::{Disposition, EngineConfig, IncEngine};
-use epic_proto::wire::{EthernetAddress, EthernetFrame, FrameLayout, GroupId, Ipv4Packet};
-use epic_proto::Psn;
+use epic_proto::engine::{ContextConfig, Disposition, EngineConfig, IncEngine, Placement};
+use epic_proto::wire::{
+    BthRepr, Collective, DataType, Dscp, Ecn, EpicFlags, EpicHeaderRepr, EtherType,
+    EthernetAddress, EthernetFrame, EthernetRepr, ExtHeaders, FrameLayout, GroupId, ImmDtRepr,
+    IpProtocol, Ipv4Packet, Ipv4Repr, Opcode, Qpn, ReduceOp, RoceFrameRepr, UdpRepr,
+    EPIC_HEADER_LEN, EPIC_IMM_TAG, ROCEV2_PORT,
+};
+use epic_proto::{Instant, Psn};
 use half::{bf16, f16};
 use netsim::inc::{switch_qpn, IncTree};
 
@@ -55,6 +68,8 @@ pub const BACKENDS: [Backend; 4] = [
 pub struct Lab {
     pub comms: Vec<Option<Communicator>>,
     pub tree: IncTree,
+    /// While set, the second group of the switch's shared block holds it.
+    pub other: Arc<AtomicBool>,
     switch: Option<SwitchThread>,
 }
 
@@ -70,6 +85,19 @@ impl SwitchThread {
     /// Starts the switch of `tree` (with the group's context in `mode`) on
     /// `ports`.
     pub fn start(tree: &IncTree, mode: Option<Mode>, ports: MemPorts, clock: Clock) -> Self {
+        Self::start_shared(tree, mode, ports, clock, None)
+    }
+
+    /// Like [`SwitchThread::start`]; with `other`, the group's context
+    /// shares its block with the group [`OTHER`], which holds the block
+    /// while `other` is set.
+    pub fn start_shared(
+        tree: &IncTree,
+        mode: Option<Mode>,
+        ports: MemPorts,
+        clock: Clock,
+        other: Option<Arc<AtomicBool>>,
+    ) -> Self {
         let tree = tree.clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -77,10 +105,11 @@ impl SwitchThread {
                 .enable_all()
                 .build()
                 .unwrap();
-            let eng = switch_engine(&tree, mode);
+            let eng = switch_engine(&tree, mode, other.is_some());
             let routes: Vec<(Ipv4Addr, u16, EthernetAddress)> =
                 tree.hosts.iter().map(|h| (h.ip, h.port, h.mac)).collect();
-            let eng = rt.block_on(run_switch(eng, ports, clock, routes, stopped));
+            let other = other.map(|flag| (flag, Other::new(&tree)));
+            let eng = rt.block_on(run_switch(eng, ports, clock, routes, other, stopped));
             if std::env::var("EPIC_COMMLIB_TRACE").is_ok() {
                 let c = eng.counters();
                 let drops: Vec<_> = epic_proto::engine::EngineDropReason::ALL
@@ -138,14 +167,19 @@ pub fn rank_config(tree: &IncTree, r: usize, backend: Backend) -> CommConfig {
             message_packets: M,
             window: W,
             reproducible: false,
+            shared: false,
         });
     }
     cfg
 }
 
-/// The switch: its engine (with the group's context when `mode` is set)
-/// and the routes of the fallback traffic.
-pub fn switch_engine(tree: &IncTree, mode: Option<Mode>) -> IncEngine {
+/// The second group of a shared block.
+pub const OTHER: GroupId = GroupId(99);
+
+/// The switch: its engine (with the group's context when `mode` is set;
+/// `shared`: in a block it shares with [`OTHER`]'s context) and the routes
+/// of the fallback traffic.
+pub fn switch_engine(tree: &IncTree, mode: Option<Mode>, shared: bool) -> IncEngine {
     let sw = &tree.switches[0];
     let mut ecfg = EngineConfig::new(sw.mac, sw.ip);
     ecfg.arena_bytes = 64 << 20;
@@ -161,7 +195,26 @@ pub fn switch_engine(tree: &IncTree, mode: Option<Mode>) -> IncEngine {
         };
         let mut ctx = tree.context(0, GROUP, mode, slots, 4096, true);
         ctx.message_packets = M;
-        eng.install(ctx).unwrap();
+        if shared {
+            let other = Other::new(tree).cfg;
+            let len = [&ctx, &other]
+                .iter()
+                .map(|c| IncEngine::footprint_of(c).unwrap().total() as u64)
+                .max()
+                .unwrap()
+                .div_ceil(64)
+                * 64;
+            let at = |tenant| Placement {
+                offset: 0,
+                len,
+                tenant,
+                shared: true,
+            };
+            eng.install_at(ctx, at(GROUP)).unwrap();
+            eng.install_at(other, at(OTHER)).unwrap();
+        } else {
+            eng.install(ctx).unwrap();
+        }
         eng.context_mut(GROUP).unwrap().set_start_psn(START_PSN);
     }
     eng
@@ -195,18 +248,32 @@ pub fn lab_with(
         Backend::Inc(m) => Some(m),
         Backend::Fallback => None,
     };
-    let switch = Some(SwitchThread::start(&tree, mode, sw_ports, clock));
-    let comms = nodes
-        .enumerate()
-        .map(|(r, ports)| {
+    let cfgs: Vec<CommConfig> = (0..tree.hosts.len())
+        .map(|r| {
             let mut cfg = rank_config(&tree, r, backend);
             tune(&mut cfg);
-            Some(Communicator::new(cfg, ports, clock).unwrap())
+            cfg
         })
+        .collect();
+    let shared = cfgs
+        .iter()
+        .any(|c| c.inc.as_ref().is_some_and(|i| i.shared));
+    let other = Arc::new(AtomicBool::new(false));
+    let switch = Some(SwitchThread::start_shared(
+        &tree,
+        mode,
+        sw_ports,
+        clock,
+        shared.then(|| Arc::clone(&other)),
+    ));
+    let comms = nodes
+        .zip(cfgs)
+        .map(|(ports, cfg)| Some(Communicator::new(cfg, ports, clock).unwrap()))
         .collect();
     Lab {
         comms,
         tree,
+        other,
         switch,
     }
 }
@@ -219,6 +286,7 @@ pub async fn run_switch(
     mut ports: MemPorts,
     clock: Clock,
     routes: Vec<(Ipv4Addr, u16, EthernetAddress)>,
+    mut other: Option<(Arc<AtomicBool>, Other)>,
     mut stop: tokio::sync::oneshot::Receiver<()>,
 ) -> IncEngine {
     let mac = eng.config().mac;
@@ -243,6 +311,11 @@ pub async fn run_switch(
                     return eng;
                 }
                 let now = clock.now();
+                // The second group moves before the batch: a test sets
+                // the flag between calls, while the lab group is idle.
+                if let Some((flag, o)) = other.as_mut() {
+                    o.follow(&mut eng, now, flag.load(Ordering::Relaxed));
+                }
                 for (port, frame) in batch.iter() {
                     if eng.handle_frame(now, port, frame) == Disposition::NotEpic {
                         let Ok(l) = FrameLayout::locate(frame) else { continue };
@@ -263,6 +336,149 @@ pub async fn run_switch(
             () = &mut sleep, if next.is_some() => eng.handle_timeout(clock.now()),
             _ = &mut stop => return eng,
         }
+    }
+}
+
+/// The second group of a shared block, played by the switch driver: a
+/// Mode II context of two ranks (hosts 0 and 1, QPNs no host has), whose
+/// control messages the driver hands the engine as if they had come from
+/// those hosts. Its echoes reach the hosts, which drop them (unknown QPN).
+pub struct Other {
+    cfg: ContextConfig,
+    hosts: [(EthernetAddress, Ipv4Addr, u16); 2],
+    switch: (EthernetAddress, Ipv4Addr),
+    /// The next invocation and its PSN.
+    seq: u32,
+    holding: bool,
+}
+
+impl Other {
+    fn new(tree: &IncTree) -> Other {
+        let mut cfg = tree.context(0, OTHER, Mode::Translated, 8, 256, false);
+        cfg.ranks = 2;
+        cfg.endpoints.truncate(2);
+        cfg.route.truncate(2);
+        for (i, e) in cfg.endpoints.iter_mut().enumerate() {
+            e.local_qpn = Qpn::try_new(0x3000 + i as u32).unwrap();
+            e.remote_qpn = Qpn::try_new(0x900 + i as u32).unwrap();
+        }
+        let host = |r: usize| {
+            let e = &cfg.endpoints[r];
+            (e.remote_mac, e.remote_ip, e.port)
+        };
+        let sw = &tree.switches[0];
+        Other {
+            hosts: [host(0), host(1)],
+            switch: (sw.mac, sw.ip),
+            cfg,
+            seq: 0,
+            holding: false,
+        }
+    }
+
+    /// The control message of a lock Barrier from rank `r` of the group.
+    fn control(&self, r: usize, seq: u32, acquire: bool) -> (u16, Vec<u8>) {
+        let c = Psn::from_truncated(seq);
+        let h = EpicHeaderRepr {
+            group_id: OTHER,
+            invocation: seq,
+            collective: Collective::Barrier,
+            reduce_op: ReduceOp::None,
+            data_type: DataType::None,
+            flags: EpicFlags {
+                acquire,
+                release: !acquire,
+                ..EpicFlags::default()
+            },
+            root_rank: 0,
+            first_psn: c.next(),
+            packet_count: 0,
+            element_count: 0,
+            payload_bytes_per_packet: 0,
+        };
+        let mut hdr = [0u8; EPIC_HEADER_LEN];
+        h.emit(&mut hdr).unwrap();
+        let (mac, ip, port) = self.hosts[r];
+        let mut repr = RoceFrameRepr {
+            eth: EthernetRepr {
+                dst: self.switch.0,
+                src: mac,
+                vlan: None,
+                ethertype: EtherType::Ipv4,
+            },
+            ipv4: Ipv4Repr {
+                src: ip,
+                dst: self.switch.1,
+                dscp: Dscp::default(),
+                ecn: Ecn::NotEct,
+                ident: 1,
+                dont_frag: true,
+                ttl: 64,
+                protocol: IpProtocol::Udp,
+                payload_len: 0,
+            },
+            udp: UdpRepr {
+                src_port: 0xc000,
+                dst_port: ROCEV2_PORT,
+                checksum: 0,
+                payload_len: 0,
+            },
+            bth: BthRepr {
+                opcode: Opcode::RcSendOnlyWithImmediate,
+                solicited: false,
+                mig_req: false,
+                pad_count: 0,
+                tver: 0,
+                pkey: BthRepr::DEFAULT_PKEY,
+                fecn: false,
+                becn: false,
+                dest_qp: self.cfg.endpoints[r].local_qpn,
+                ack_req: true,
+                psn: c,
+            },
+            ext: ExtHeaders {
+                immdt: Some(ImmDtRepr(EPIC_IMM_TAG)),
+                ..ExtHeaders::default()
+            },
+        };
+        repr.normalize(hdr.len());
+        let mut buf = vec![0u8; repr.buffer_len(hdr.len())];
+        let n = repr.emit(&hdr, &mut buf).unwrap();
+        buf.truncate(n);
+        (port, buf)
+    }
+
+    /// Takes the block (rank 0's acquire control alone: the Barrier stays
+    /// open) or gives it back (rank 1's acquire control, then both ranks'
+    /// release controls), as `hold` says; the block must be free to take.
+    fn follow(&mut self, eng: &mut IncEngine, now: Instant, hold: bool) {
+        if hold == self.holding {
+            return;
+        }
+        let frames = if hold {
+            vec![self.control(0, self.seq, true)]
+        } else {
+            vec![
+                self.control(1, self.seq, true),
+                self.control(0, self.seq + 1, false),
+                self.control(1, self.seq + 1, false),
+            ]
+        };
+        for (port, f) in frames {
+            eng.handle_frame(now, port, &f);
+        }
+        let holder = eng.arena().holder(0);
+        if hold {
+            assert_eq!(
+                holder,
+                Some(OTHER),
+                "the second group did not get the block"
+            );
+        } else {
+            assert_ne!(holder, Some(OTHER), "the second group kept the block");
+            self.seq += 2;
+        }
+        self.holding = hold;
     }
 }
 

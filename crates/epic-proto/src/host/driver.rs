@@ -5,15 +5,15 @@ use alloc::vec::Vec;
 
 use super::event::{HostError, HostEvent, HostProgress};
 use super::lane::{lane_of, HostSetupError, Lane, PatternLane};
-use super::plan::{steps, CollectiveRequest, Step};
+use super::plan::{locked, steps, CollectiveRequest, Lock, Step};
 use crate::engine::aggregate::{ElemType, Op, Reduction};
 use crate::engine::PatternBinding;
 use crate::psn::Psn;
 use crate::roce::{Completion, ConfigError, QpConfig, RcQp, SendOp, WcStatus, WrId};
 use crate::time::Instant;
 use crate::wire::{
-    Collective, DataType, EpicFlags, EpicHeaderRepr, GroupId, ReduceOp, EPIC_HEADER_LEN,
-    EPIC_IMM_TAG,
+    Collective, DataType, EpicFlags, EpicHeaderPacket, EpicHeaderRepr, GroupId, LockRequest,
+    ReduceOp, EPIC_HEADER_LEN, EPIC_IMM_TAG,
 };
 
 /// How a rank is set up. [HOST-002]
@@ -60,6 +60,9 @@ struct Active {
     done_recvs: u32,
     control_done: bool,
     echo_done: bool,
+    /// An acquire Barrier's echo said a switch of the tree refused its
+    /// shared block. [TMX-011]
+    denied: bool,
     /// Received data of this invocation.
     received: Vec<u8>,
 }
@@ -96,6 +99,9 @@ pub struct HostRank {
     /// Mode I: a message stays outstanding until its result is back, not
     /// only until the first hop acknowledged it. [HOST-011]
     pace_by_results: bool,
+    /// Every call takes the tree's shared blocks first and gives them back
+    /// last. [TMX-020]
+    contended: bool,
     /// Message buffers the QP handed back, lent again to the next posts:
     /// a call's messages have the same length, so reusing them copies
     /// without zeroing and allocates nothing after the first window.
@@ -167,6 +173,19 @@ impl HostRank {
         self.pace_by_results = on;
     }
 
+    /// Brackets every call that [`start`](Self::start) begins with the
+    /// lock of the blocks the group shares with other groups (temporal
+    /// multiplexing, paper §6.2). The call first runs an acquire Barrier.
+    /// If its echo comes back denied, a switch of the tree holds its block
+    /// for another group: the call runs none of its invocations and ends
+    /// with [`HostEvent::Denied`]. Otherwise the call's invocations run as
+    /// usual, then a release Barrier, then [`HostEvent::Completed`]. Off
+    /// (the default), a call sends no lock Barriers. [TMX-010] [TMX-011]
+    /// [TMX-013] [TMX-020]
+    pub fn set_contended(&mut self, on: bool) {
+        self.contended = on;
+    }
+
     fn with_lanes(cfg: HostConfig, lanes: Vec<Lane>) -> HostRank {
         HostRank {
             cfg,
@@ -176,6 +195,7 @@ impl HostRank {
             seq: 0,
             event: None,
             pace_by_results: false,
+            contended: false,
             spare: Vec::new(),
             spare_received: Vec::new(),
         }
@@ -285,6 +305,7 @@ impl HostRank {
             _ => bytes,
         };
         let steps = steps(&req, self.cfg.rank, ranks, elements, size);
+        let steps = if self.contended { locked(steps) } else { steps };
         self.call = Some(Call {
             req,
             steps,
@@ -399,19 +420,29 @@ impl HostRank {
                     return;
                 }
             }
+            // `Some(denied)` once the invocation is over.
             let finished = self
                 .call
                 .as_ref()
                 .and_then(|c| c.active.as_ref())
-                .is_some_and(|a| {
+                .filter(|a| {
                     a.control_done
                         && a.echo_done
                         && a.done_sends == if a.sends { a.msgs } else { 0 }
                         && a.done_recvs == if a.recvs { a.msgs } else { 0 }
-                });
-            if finished {
+                })
+                .map(|a| a.denied);
+            if let Some(denied) = finished {
                 if let Err(e) = self.finish_step() {
                     self.fail(e);
+                    return;
+                }
+                if denied {
+                    // The denied Barrier took its PSN like any Barrier and
+                    // the lane moved past it; the call's own invocations
+                    // never start. [TMX-011]
+                    self.call = None;
+                    self.event = Some(HostEvent::Denied);
                     return;
                 }
                 continue;
@@ -484,15 +515,30 @@ impl HostRank {
             group_id: lane.group,
             invocation: self.seq,
             collective: step.collective,
-            reduce_op: call.req.op,
+            // A lock Barrier inside a reducing call has no op.
+            reduce_op: if step.collective == Collective::Barrier {
+                ReduceOp::None
+            } else {
+                call.req.op
+            },
             data_type: if step.collective == Collective::Barrier {
                 DataType::None
             } else {
                 call.req.dtype
             },
-            flags: EpicFlags {
-                reproducible: call.req.reproducible,
-                ..EpicFlags::default()
+            flags: match step.lock {
+                None => EpicFlags {
+                    reproducible: call.req.reproducible,
+                    ..EpicFlags::default()
+                },
+                Some(Lock::Acquire) => EpicFlags {
+                    acquire: true,
+                    ..EpicFlags::default()
+                },
+                Some(Lock::Release) => EpicFlags {
+                    release: true,
+                    ..EpicFlags::default()
+                },
             },
             root_rank: if matches!(step.collective, Collective::Reduce | Collective::Broadcast) {
                 step.root
@@ -531,6 +577,7 @@ impl HostRank {
             done_recvs: 0,
             control_done: false,
             echo_done: false,
+            denied: false,
             // Received messages are appended in order (RC completes
             // receives in order): no zeroing.
             received: if recvs {
@@ -656,6 +703,9 @@ impl HostRank {
                     if imm != Some(EPIC_IMM_TAG) {
                         return Err(HostError::Transport(WcStatus::LocalLengthError));
                     }
+                    if a.step.lock == Some(Lock::Acquire) {
+                        a.denied = echo_denied(buf.get(..byte_len as usize).unwrap_or_default())?;
+                    }
                     a.echo_done = true;
                 } else {
                     let i = u32::try_from(wr_id.0).unwrap_or(u32::MAX);
@@ -748,6 +798,19 @@ impl HostRank {
         }
         Ok(())
     }
+}
+
+/// Whether an acquire Barrier's echo says a switch of the tree refused
+/// its shared block; an echo without a valid EPIC header is as bad as an
+/// echo without the EPIC ImmDt. [TMX-011]
+fn echo_denied(echo: &[u8]) -> Result<bool, HostError> {
+    let header = EpicHeaderPacket::new_checked(echo)
+        .and_then(|p| EpicHeaderRepr::parse(&p))
+        .map_err(|_| HostError::Transport(WcStatus::LocalLengthError))?;
+    Ok(matches!(
+        header.flags.lock(header.collective),
+        Some(LockRequest::Acquire { denied: true })
+    ))
 }
 
 fn msg_len(a: &Active, i: u32) -> usize {

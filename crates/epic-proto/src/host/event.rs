@@ -18,6 +18,12 @@ pub enum HostEvent {
     },
     /// The call failed.
     Failed(HostError),
+    /// A switch of the tree holds a shared block for another group: run
+    /// this call on the hosts. The call ran none of its invocations; the
+    /// rank is idle again and ready for the next call. Only a contended
+    /// rank ([`HostRank::set_contended`](super::HostRank::set_contended))
+    /// reports it. [TMX-011] [TMX-020]
+    Denied,
 }
 
 /// Where a running call stands (see [`HostRank::progress`](super::HostRank::progress)).

@@ -12,11 +12,18 @@
 //! Toward Mode I switches a rank's window is released by results, not by
 //! acknowledgements [HOST-011]; [`result_window`] gives the messages that
 //! cover that loop. [HOST-017]
+//!
+//! A group whose switch blocks are shared with other groups (temporal
+//! multiplexing, paper §6.2) brackets every call with lock Barriers and
+//! hears [`HostEvent::Denied`] when a switch refuses; see
+//! [`HostRank::set_contended`]. [TMX-020]
 
 mod driver;
 mod event;
 mod lane;
 mod plan;
+#[cfg(test)]
+mod tests;
 mod window;
 
 pub use driver::{HostConfig, HostRank};

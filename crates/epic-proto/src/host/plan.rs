@@ -57,10 +57,22 @@ impl CollectiveRequest {
     }
 }
 
+/// What a lock Barrier asks of the shared blocks of the group's tree
+/// (temporal multiplexing, paper §6.2). [TMX-010] [TMX-013]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Lock {
+    /// Take them before the call's own invocations.
+    Acquire,
+    /// Give them back after the call's own invocations.
+    Release,
+}
+
 /// One invocation on the wire: what one control message announces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Step {
     pub(crate) collective: Collective,
+    /// `Some` on the Barriers that bracket a contended call.
+    pub(crate) lock: Option<Lock>,
     pub(crate) root: u16,
     /// Elements of the invocation.
     pub(crate) elements: u64,
@@ -90,6 +102,7 @@ pub(crate) fn steps(
             (0..ranks)
                 .map(|r| Step {
                     collective: Collective::Reduce,
+                    lock: None,
                     root: r,
                     elements: per,
                     input_at: bytes(per * u64::from(r)),
@@ -100,6 +113,7 @@ pub(crate) fn steps(
         Collective::AllGather => (0..ranks)
             .map(|r| Step {
                 collective: Collective::Broadcast,
+                lock: None,
                 root: r,
                 elements,
                 input_at: 0,
@@ -110,6 +124,7 @@ pub(crate) fn steps(
             let _ = rank;
             alloc::vec![Step {
                 collective: c,
+                lock: None,
                 root: req.root,
                 elements: if c == Collective::Barrier {
                     0
@@ -121,4 +136,23 @@ pub(crate) fn steps(
             }]
         }
     }
+}
+
+/// A contended call's invocations: an acquire Barrier, the call's own
+/// `steps`, and a release Barrier, which all run on the Barrier's lane.
+/// [TMX-010] [TMX-013]
+pub(crate) fn locked(steps: Vec<Step>) -> Vec<Step> {
+    let barrier = |lock| Step {
+        collective: Collective::Barrier,
+        lock: Some(lock),
+        root: 0,
+        elements: 0,
+        input_at: 0,
+        output_at: 0,
+    };
+    let mut out = Vec::with_capacity(steps.len().saturating_add(2));
+    out.push(barrier(Lock::Acquire));
+    out.extend(steps);
+    out.push(barrier(Lock::Release));
+    out
 }

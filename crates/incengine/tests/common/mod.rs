@@ -6,7 +6,8 @@
     unreachable_pub,
     clippy::unwrap_used,
     clippy::expect_used,
-    clippy::indexing_slicing
+    clippy::indexing_slicing,
+    clippy::panic
 )]
 
 pub mod frames;
@@ -138,6 +139,8 @@ pub async fn drive_rank(
         match rank.poll_event() {
             Some(HostEvent::Completed { output }) => return Ok(output),
             Some(HostEvent::Failed(e)) => return Err(e),
+            // These ranks never take shared blocks.
+            Some(HostEvent::Denied) => panic!("a rank that is not contended was denied"),
             None => {}
         }
         let deadline = rank.poll_timeout();

@@ -130,6 +130,9 @@ pub enum ClusterError {
     Start(u16, epic_proto::host::HostError),
     /// A rank's call failed.
     Failed(u16, epic_proto::host::HostError),
+    /// A contended rank's call was denied the tree's shared blocks.
+    /// [TMX-011]
+    Denied(u16),
     /// Not every rank finished in time.
     Timeout {
         /// Ranks still running.
@@ -148,6 +151,7 @@ impl fmt::Display for ClusterError {
             ClusterError::Qp(e) => write!(f, "host QP: {e}"),
             ClusterError::Start(r, e) => write!(f, "rank {r} refused the call: {e}"),
             ClusterError::Failed(r, e) => write!(f, "rank {r} failed: {e}"),
+            ClusterError::Denied(r) => write!(f, "rank {r} was denied the shared blocks"),
             ClusterError::Timeout { pending, outcome } => {
                 write!(f, "ranks {pending:?} did not finish ({outcome:?})")
             }
@@ -496,6 +500,7 @@ impl Cluster {
                         last = last.max(*t);
                     }
                     Some((HostEvent::Failed(e), _)) => return Err(ClusterError::Failed(r16, *e)),
+                    Some((HostEvent::Denied, _)) => return Err(ClusterError::Denied(r16)),
                     None => pending.push(r16),
                 },
                 _ => pending.push(r16),
