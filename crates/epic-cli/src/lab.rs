@@ -108,6 +108,11 @@ pub(crate) struct LabArgs {
     /// M: packets per message.
     #[arg(long, default_value_t = 4, value_name = "M")]
     message_packets: u32,
+    /// The manager's placement policy (edt, spatial, temporal). Under
+    /// temporal the group's switch blocks are shared: every call takes
+    /// them with an acquire Barrier and releases them after.
+    #[arg(long, default_value = "spatial", value_name = "POLICY")]
+    policy: manager::Policy,
     /// Ranks' QP local ACK timeout exponent t (4.096 us * 2^t, 1..=31);
     /// default 8 (about 1 ms) with one thread, 10 (about 4 ms) with more,
     /// whose scheduling stalls last milliseconds.
@@ -190,6 +195,7 @@ impl LabArgs {
             host_timeout: self.host_timeout,
             window: self.window,
             message_packets: self.message_packets,
+            policy: self.policy,
             switch_timeout_us: self.switch_timeout_us,
             netns: self.netns.then(|| {
                 // The switches run this very binary.

@@ -102,6 +102,30 @@ fn three_modes_at_one_mib_with_one_percent_loss() {
     assert_eq!(namespaces_of(pid), Vec::<String>::new());
 }
 
+/// [LAB-011] [LAB-012] [TMX-010] The manager process under the temporal
+/// policy: the switch processes install the group in shared blocks, the
+/// ranks lock every call (acquire, the call, release) and every row of the
+/// three modes is right; a rank whose data reached a switch without the
+/// block would time out instead.
+#[test]
+fn temporal_policy_through_the_manager_process() {
+    if !root_or_skip("temporal_policy_through_the_manager_process") {
+        return;
+    }
+    let (pid, o) = run_epic(&[
+        "lab", "--netns", "--mode", "1,2,3", "--sizes", "64K", "--iters", "2", "--policy",
+        "temporal", "--format", "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let rows = rows(&o);
+    assert_eq!(rows.len(), 3 * 6, "{rows:?}");
+    for r in &rows {
+        assert_eq!(r["correct"], true, "{r}");
+    }
+    assert_eq!(namespaces_of(pid), Vec::<String>::new());
+}
+
 /// [LAB-007] SIGINT in the middle of a run: exit status 130, and the
 /// run's namespaces and switch processes are gone.
 #[test]

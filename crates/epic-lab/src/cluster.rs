@@ -231,7 +231,7 @@ impl LabCluster {
         // An INC mode's switches start empty, with an IncAgent each; the
         // manager process installs the group. [LAB-011]
         let manager = match mode {
-            LabMode::Inc(m) => Some(net.start_manager(&format!("mode{}", m.number()))?),
+            LabMode::Inc(m) => Some(net.start_manager(&format!("mode{}", m.number()), cfg.policy)?),
             LabMode::Host => None,
         };
         let specs = (0..tree.switches.len())
@@ -317,7 +317,7 @@ impl LabCluster {
                 let engine = static_spec(&tree, 0, cfg, mode, false).engine;
                 let fan_in = u32::try_from(engine.max_endpoints.min(64)).unwrap_or(64);
                 let topo = lab_topology(&tree, engine.arena_bytes as u64, fan_in)?;
-                let control = LabControl::start(&topo, &switches).await?;
+                let control = LabControl::start(&topo, &switches, cfg.policy).await?;
                 let setups = control.grant(&tree, cfg, m).await?;
                 (Some(control), setups.into_iter().map(Some).collect())
             }

@@ -123,6 +123,10 @@ pub struct LabConfig {
     pub switch_timeout_us: Option<u64>,
     /// Run on Linux network namespaces instead of in-memory links.
     pub netns: Option<NetnsOptions>,
+    /// The manager's placement policy. Under `temporal` the group's blocks
+    /// are shared, so every call takes them with an acquire Barrier and
+    /// gives them back with a release Barrier. [LAB-012] [TMX-010]
+    pub policy: manager::Policy,
 }
 
 /// What MPI is compared with EPIC on the namespace lab.
@@ -200,6 +204,7 @@ impl Default for LabConfig {
             host_timeout: None,
             switch_timeout_us: None,
             netns: None,
+            policy: manager::Policy::Spatial,
         }
     }
 }

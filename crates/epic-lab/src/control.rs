@@ -158,9 +158,11 @@ impl LabControl {
     pub(crate) async fn start(
         topo: &Topology,
         switches: &[SwitchHandle],
+        policy: manager::Policy,
     ) -> Result<LabControl, LabError> {
         let token = format!("lab-{}", std::process::id());
         let mut opts = ManagerOptions::new(token.clone());
+        opts.policy = policy;
         opts.heartbeat = Duration::from_millis(200);
         opts.heartbeat_timeout = Duration::from_secs(5);
         let m = Manager::open(opts).map_err(|e| LabError::Build(format!("manager: {e}")))?;
@@ -271,6 +273,59 @@ mod tests {
                 let (comm, out) = t.await.unwrap();
                 assert!(out.unwrap().iter().all(|x| *x == want), "{mode:?}");
                 c.comms.push(comm);
+            }
+            c.shutdown().await;
+        }
+    }
+
+    /// [LAB-012] [TMX-010] [TMX-013] [COMM-041] Under the temporal policy
+    /// the manager installs the group in shared blocks and tells the ranks
+    /// so: every call takes the blocks with an acquire Barrier (granted:
+    /// nobody else holds them) and gives them back after, on every switch
+    /// of the tree.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn temporal_policy_locks_every_call() {
+        let cfg = LabConfig {
+            policy: manager::Policy::Temporal,
+            ..LabConfig::default()
+        };
+        const CALLS: u64 = 3;
+        for mode in [Mode::Terminated, Mode::Translated, Mode::Augmented] {
+            let mut c = LabCluster::start(&cfg, LabMode::Inc(mode), None)
+                .await
+                .unwrap();
+            let n = c.comms.len();
+            let mut tasks = Vec::new();
+            for (r, mut comm) in std::mem::take(&mut c.comms).into_iter().enumerate() {
+                tasks.push(tokio::spawn(async move {
+                    let input = vec![r as f32 + 1.0; 3000];
+                    let mut out = vec![0.0f32; 3000];
+                    let mut res = Ok(());
+                    for _ in 0..CALLS {
+                        res = res.and(comm.all_reduce(&input, &mut out, commlib::Op::Sum).await);
+                    }
+                    (comm, res.map(|()| out))
+                }));
+            }
+            let want = (n * (n + 1) / 2) as f32;
+            for t in tasks {
+                let (comm, out) = t.await.unwrap();
+                assert!(out.unwrap().iter().all(|x| *x == want), "{mode:?}");
+                let stats = comm.stats().await.unwrap();
+                assert_eq!(
+                    (stats.calls_completed, stats.calls_denied),
+                    (CALLS, 0),
+                    "{mode:?}"
+                );
+                c.comms.push(comm);
+            }
+            for s in &c.switches {
+                let e = s.counters().await.unwrap().engine;
+                assert_eq!(
+                    (e.locks_granted, e.locks_released, e.locks_denied),
+                    (CALLS, CALLS, 0),
+                    "{mode:?}: every call took and gave back the block"
+                );
             }
             c.shutdown().await;
         }

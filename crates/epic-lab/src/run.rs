@@ -52,8 +52,13 @@ pub fn describe(cfg: &LabConfig) -> String {
         ),
         None => ("in-process links", "every link".to_string()),
     };
+    // The default policy goes unsaid; another one changes what a call costs.
+    let policy = match cfg.policy {
+        manager::Policy::Spatial => String::new(),
+        p => format!("; manager policy {p}"),
+    };
     format!(
-        "epic lab: {} ({} ranks), {links}, modes {}; {} {}; {} + {} warm-up iteration(s); loss {}, reorder {}, dup {} on {faulty}; MTU {}, M = {}, W = {}; seed {}",
+        "epic lab: {} ({} ranks), {links}, modes {}; {} {}; {} + {} warm-up iteration(s); loss {}, reorder {}, dup {} on {faulty}; MTU {}, M = {}, W = {}; seed {}{policy}",
         cfg.topology,
         cfg.ranks(),
         modes.join(","),

@@ -126,8 +126,12 @@ impl NetnsLab {
     }
 
     /// Starts the lab's manager process (a fresh store per call). [LAB-011]
-    pub(crate) fn start_manager(&self, tag: &str) -> Result<ManagerProc, NetnsError> {
-        ManagerProc::start(&self.exe, &self.dir, tag)
+    pub(crate) fn start_manager(
+        &self,
+        tag: &str,
+        policy: manager::Policy,
+    ) -> Result<ManagerProc, NetnsError> {
+        ManagerProc::start(&self.exe, &self.dir, tag, policy)
     }
 
     /// Hands forwarding to the switch namespaces' kernels.

@@ -31,7 +31,12 @@ pub(crate) struct ManagerProc {
 impl ManagerProc {
     /// Starts `exe manager serve` on `<dir>/<tag>-manager.sock` with a
     /// fresh store and token, and waits until it listens.
-    pub(crate) fn start(exe: &Path, dir: &Path, tag: &str) -> Result<ManagerProc, NetnsError> {
+    pub(crate) fn start(
+        exe: &Path,
+        dir: &Path,
+        tag: &str,
+        policy: manager::Policy,
+    ) -> Result<ManagerProc, NetnsError> {
         let io =
             |what: &Path, e: std::io::Error| NetnsError::Io(format!("{}: {e}", what.display()));
         let sock = dir.join(format!("{tag}-manager.sock"));
@@ -50,6 +55,7 @@ impl ManagerProc {
             .arg("--token-file")
             .arg(&token_file)
             .args(["--heartbeat-ms", "200", "--heartbeat-timeout-ms", "5000"])
+            .args(["--policy", policy.name()])
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
