@@ -372,6 +372,7 @@ impl Context {
             };
             let pattern = inv.pattern(q);
             let end = inv.end;
+            let data = q != inv.control_psn;
             if self.shape.fanin(pattern, id) == 0 {
                 skips += 1;
                 if skips > INVOCATION_SLOTS {
@@ -397,10 +398,29 @@ impl Context {
             if !acked || !local_ok {
                 break;
             }
+            // The data PSNs of one invocation share their pattern: every
+            // one the outputs have all acknowledged goes at once, and
+            // recycling N of them clears every slot. Only the root's local
+            // hand-off is judged PSN by PSN.
+            let through = if data && !outs.local {
+                outs.iter()
+                    .filter_map(|o| self.eps.get(usize::from(o)))
+                    .map(|e| e.last_acked.distance_from(q))
+                    .min()
+                    .unwrap_or(0)
+                    .saturating_add(1)
+                    .min(end.distance_from(q))
+                    .max(1)
+            } else {
+                1
+            };
             if io.cfg.pitfall != Some(Pitfall::Mode3WithMode2Recycle) {
-                recycle_buffer(pipe, &mut self.eps, slot);
+                for k in 0..through.min(pipe.n) {
+                    let slot = pipe.slot_of(q.add(k));
+                    recycle_buffer(pipe, &mut self.eps, slot);
+                }
             }
-            pipe.psn_start = q.next();
+            pipe.psn_start = q.add(through);
             advanced = true;
         }
         if !advanced {
