@@ -27,11 +27,10 @@ use std::time::Duration;
 use commlib::{CommConfig, Communicator, Element, IncSetup, Mode};
 use epic_io::{recv_batch, Clock, FramePorts, LinkFaults, MemFabric, MemPorts, RxBatch, MAX_FRAME};
 use epic_proto::engine::{ContextConfig, Disposition, EngineConfig, IncEngine, Placement};
+use epic_proto::roce::{PathConfig, QpConfig, RcQp, SendOp, WrId};
 use epic_proto::wire::{
-    BthRepr, Collective, DataType, Dscp, Ecn, EpicFlags, EpicHeaderRepr, EtherType,
-    EthernetAddress, EthernetFrame, EthernetRepr, ExtHeaders, FrameLayout, GroupId, ImmDtRepr,
-    IpProtocol, Ipv4Packet, Ipv4Repr, Opcode, Qpn, ReduceOp, RoceFrameRepr, UdpRepr,
-    EPIC_HEADER_LEN, EPIC_IMM_TAG, ROCEV2_PORT,
+    Collective, DataType, EpicFlags, EpicHeaderRepr, EthernetAddress, EthernetFrame, FrameLayout,
+    GroupId, Ipv4Packet, Qpn, ReduceOp, EPIC_HEADER_LEN, EPIC_IMM_TAG,
 };
 use epic_proto::{Instant, Psn};
 use half::{bf16, f16};
@@ -340,14 +339,15 @@ pub async fn run_switch(
 }
 
 /// The second group of a shared block, played by the switch driver: a
-/// Mode II context of two ranks (hosts 0 and 1, QPNs no host has), whose
-/// control messages the driver hands the engine as if they had come from
-/// those hosts. Its echoes reach the hosts, which drop them (unknown QPN).
+/// Mode II context of two ranks (hosts 0 and 1, QPNs no host has), each
+/// rank an RC QP of its own whose control messages the driver hands the
+/// engine as if they had come from that host. Its echoes reach the hosts,
+/// which drop them (unknown QPN).
 pub struct Other {
     cfg: ContextConfig,
-    hosts: [(EthernetAddress, Ipv4Addr, u16); 2],
-    switch: (EthernetAddress, Ipv4Addr),
-    /// The next invocation and its PSN.
+    qps: Vec<(u16, RcQp<Vec<u8>, Vec<u8>>)>,
+    /// The next invocation (each rank's QP sends one control per
+    /// invocation, so it is also the control's PSN).
     seq: u32,
     holding: bool,
 }
@@ -362,22 +362,27 @@ impl Other {
             e.local_qpn = Qpn::try_new(0x3000 + i as u32).unwrap();
             e.remote_qpn = Qpn::try_new(0x900 + i as u32).unwrap();
         }
-        let host = |r: usize| {
-            let e = &cfg.endpoints[r];
-            (e.remote_mac, e.remote_ip, e.port)
-        };
         let sw = &tree.switches[0];
+        let qps = cfg
+            .endpoints
+            .iter()
+            .map(|e| {
+                let path = PathConfig::new(e.remote_mac, sw.mac, e.remote_ip, sw.ip);
+                let mut q = QpConfig::new(e.remote_qpn, e.local_qpn, path);
+                q.sq_depth = 64;
+                (e.port, RcQp::new(q).unwrap())
+            })
+            .collect();
         Other {
-            hosts: [host(0), host(1)],
-            switch: (sw.mac, sw.ip),
             cfg,
+            qps,
             seq: 0,
             holding: false,
         }
     }
 
     /// The control message of a lock Barrier from rank `r` of the group.
-    fn control(&self, r: usize, seq: u32, acquire: bool) -> (u16, Vec<u8>) {
+    fn control(&mut self, r: usize, seq: u32, acquire: bool) -> (u16, Vec<u8>) {
         let c = Psn::from_truncated(seq);
         let h = EpicHeaderRepr {
             group_id: OTHER,
@@ -396,56 +401,19 @@ impl Other {
             element_count: 0,
             payload_bytes_per_packet: 0,
         };
-        let mut hdr = [0u8; EPIC_HEADER_LEN];
+        let mut hdr = vec![0u8; EPIC_HEADER_LEN];
         h.emit(&mut hdr).unwrap();
-        let (mac, ip, port) = self.hosts[r];
-        let mut repr = RoceFrameRepr {
-            eth: EthernetRepr {
-                dst: self.switch.0,
-                src: mac,
-                vlan: None,
-                ethertype: EtherType::Ipv4,
-            },
-            ipv4: Ipv4Repr {
-                src: ip,
-                dst: self.switch.1,
-                dscp: Dscp::default(),
-                ecn: Ecn::NotEct,
-                ident: 1,
-                dont_frag: true,
-                ttl: 64,
-                protocol: IpProtocol::Udp,
-                payload_len: 0,
-            },
-            udp: UdpRepr {
-                src_port: 0xc000,
-                dst_port: ROCEV2_PORT,
-                checksum: 0,
-                payload_len: 0,
-            },
-            bth: BthRepr {
-                opcode: Opcode::RcSendOnlyWithImmediate,
-                solicited: false,
-                mig_req: false,
-                pad_count: 0,
-                tver: 0,
-                pkey: BthRepr::DEFAULT_PKEY,
-                fecn: false,
-                becn: false,
-                dest_qp: self.cfg.endpoints[r].local_qpn,
-                ack_req: true,
-                psn: c,
-            },
-            ext: ExtHeaders {
-                immdt: Some(ImmDtRepr(EPIC_IMM_TAG)),
-                ..ExtHeaders::default()
-            },
-        };
-        repr.normalize(hdr.len());
-        let mut buf = vec![0u8; repr.buffer_len(hdr.len())];
-        let n = repr.emit(&hdr, &mut buf).unwrap();
+        let (port, qp) = &mut self.qps[r];
+        qp.post_send(
+            WrId(u64::from(seq)),
+            SendOp::SendWithImm { imm: EPIC_IMM_TAG },
+            hdr,
+        )
+        .unwrap();
+        let mut buf = vec![0u8; qp.max_frame_len()];
+        let n = qp.poll_transmit(Instant::ZERO, &mut buf).unwrap().unwrap();
         buf.truncate(n);
-        (port, buf)
+        (*port, buf)
     }
 
     /// Takes the block (rank 0's acquire control alone: the Barrier stays
@@ -455,13 +423,14 @@ impl Other {
         if hold == self.holding {
             return;
         }
+        let seq = self.seq;
         let frames = if hold {
-            vec![self.control(0, self.seq, true)]
+            vec![self.control(0, seq, true)]
         } else {
             vec![
-                self.control(1, self.seq, true),
-                self.control(0, self.seq + 1, false),
-                self.control(1, self.seq + 1, false),
+                self.control(1, seq, true),
+                self.control(0, seq + 1, false),
+                self.control(1, seq + 1, false),
             ]
         };
         for (port, f) in frames {
