@@ -338,6 +338,8 @@ pub async fn run_switch(
     }
 }
 
+type OtherQp = RcQp<Vec<u8>, Vec<u8>>;
+
 /// The second group of a shared block, played by the switch driver: a
 /// Mode II context of two ranks (hosts 0 and 1, QPNs no host has), each
 /// rank an RC QP of its own whose control messages the driver hands the
@@ -345,7 +347,8 @@ pub async fn run_switch(
 /// which drop them (unknown QPN).
 pub struct Other {
     cfg: ContextConfig,
-    qps: Vec<(u16, RcQp<Vec<u8>, Vec<u8>>)>,
+    /// Each rank's port on the switch and QP.
+    qps: Vec<(u16, OtherQp)>,
     /// The next invocation (each rank's QP sends one control per
     /// invocation, so it is also the control's PSN).
     seq: u32,
