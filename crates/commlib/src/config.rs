@@ -373,18 +373,7 @@ mod tests {
         let mut c = cfg();
         c.call_timeout = Duration::ZERO;
         assert!(matches!(c.validate(), Err(ArgError::OutOfRange { .. })));
-        let inc = IncSetup {
-            mode: Mode::Translated,
-            switch_ip: Ipv4Addr::new(10, 1, 0, 0),
-            qpn: Qpn::try_new(0x101).unwrap(),
-            switch_qpn: Qpn::try_new(0x1001).unwrap(),
-            group: GroupId(7),
-            start_psn: Psn::ZERO,
-            message_packets: 4,
-            window: 8,
-            reproducible: false,
-            shared: false,
-        };
+        let inc = inc_setup();
         assert_eq!(cfg().with_inc(inc).validate(), Ok(()));
         let mut c = cfg().with_inc(IncSetup { window: 0, ..inc });
         assert!(matches!(c.validate(), Err(ArgError::OutOfRange { .. })));
@@ -399,14 +388,12 @@ mod tests {
         assert_eq!(c.validate(), Err(ArgError::IncNeedsTwoRanks));
     }
 
-    /// [COMM-041] A shared group runs the mesh beside the switch QP, so
-    /// the switch QP must not take a mesh QP number; an unshared group may.
-    #[test]
-    fn shared_group_keeps_the_mesh_qpns_free() {
-        let inc = IncSetup {
-            mode: Mode::Augmented,
+    /// A valid Mode II setup of rank QPN 0x101.
+    fn inc_setup() -> IncSetup {
+        IncSetup {
+            mode: Mode::Translated,
             switch_ip: Ipv4Addr::new(10, 1, 0, 0),
-            qpn: Qpn::try_new(FALLBACK_QPN_BASE + 3).unwrap(),
+            qpn: Qpn::try_new(0x101).unwrap(),
             switch_qpn: Qpn::try_new(0x1001).unwrap(),
             group: GroupId(7),
             start_psn: Psn::ZERO,
@@ -414,6 +401,17 @@ mod tests {
             window: 8,
             reproducible: false,
             shared: false,
+        }
+    }
+
+    /// [COMM-041] A shared group runs the mesh beside the switch QP, so
+    /// the switch QP must not take a mesh QP number; an unshared group may.
+    #[test]
+    fn shared_group_keeps_the_mesh_qpns_free() {
+        let inc = IncSetup {
+            mode: Mode::Augmented,
+            qpn: Qpn::try_new(FALLBACK_QPN_BASE + 3).unwrap(),
+            ..inc_setup()
         };
         assert_eq!(cfg().with_inc(inc).validate(), Ok(()));
         let shared = IncSetup {

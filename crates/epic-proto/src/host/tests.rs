@@ -207,6 +207,18 @@ fn uncontended_call_sends_no_lock_barriers() {
     assert_eq!(data_packets(&sent), 3);
 }
 
+/// A contended rank, resyncing its QP after each invocation or not
+/// (Mode I).
+fn contended(resync: bool) -> HostRank {
+    let mut host = if resync {
+        HostRank::new(host_config()).unwrap()
+    } else {
+        HostRank::without_resync(host_config()).unwrap()
+    };
+    host.set_contended(true);
+    host
+}
+
 /// [TMX-010] [TMX-013] [TMX-020] A granted contended call runs an acquire
 /// Barrier, its own invocations and a release Barrier, each with its own
 /// invocation number and PSN; the lock Barriers of a reducing call carry
@@ -214,12 +226,7 @@ fn uncontended_call_sends_no_lock_barriers() {
 #[test]
 fn granted_call_is_bracketed_by_lock_barriers() {
     for resync in [true, false] {
-        let mut host = if resync {
-            HostRank::new(host_config()).unwrap()
-        } else {
-            HostRank::without_resync(host_config()).unwrap()
-        };
-        host.set_contended(true);
+        let mut host = contended(resync);
         let mut sw = FakeSwitch::new();
         let (req, input) = all_reduce();
         start(&mut host, req, &input);
@@ -259,12 +266,7 @@ fn granted_call_is_bracketed_by_lock_barriers() {
 #[test]
 fn denied_call_sends_no_data_and_the_next_call_runs() {
     for resync in [true, false] {
-        let mut host = if resync {
-            HostRank::new(host_config()).unwrap()
-        } else {
-            HostRank::without_resync(host_config()).unwrap()
-        };
-        host.set_contended(true);
+        let mut host = contended(resync);
         let mut sw = FakeSwitch::new();
         sw.answer = Answer::Deny;
         let (req, input) = all_reduce();
