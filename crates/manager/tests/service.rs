@@ -148,7 +148,15 @@ async fn cluster(
     policy: Policy,
     refuse: Option<&str>,
 ) -> (Topology, Running, Vec<Agent>, ManagerClient) {
-    let topo = fabric();
+    cluster_on(fabric(), policy, refuse).await
+}
+
+/// [`cluster`] on `topo`.
+async fn cluster_on(
+    topo: Topology,
+    policy: Policy,
+    refuse: Option<&str>,
+) -> (Topology, Running, Vec<Agent>, ManagerClient) {
     let run = start_manager(options(policy), "127.0.0.1:0".parse().unwrap()).await;
     let agents = start_agents(&topo, &run.addr.to_string(), refuse);
     until_registered(&run.manager, &topo).await;
@@ -467,4 +475,134 @@ async fn over_a_unix_socket() {
     assert_eq!(c.groups().await.unwrap().groups.len(), 1);
     server.abort();
     let _ = std::fs::remove_file(&path);
+}
+
+/// Each switch's engine blocks, as (offset, len, shared, tenants), in
+/// offset order.
+fn engine_blocks(a: &Agent) -> Vec<(u64, u64, bool, Vec<u32>)> {
+    a.board.with_engine(|e| {
+        e.arena()
+            .blocks()
+            .iter()
+            .map(|b| {
+                let mut t: Vec<u32> = b.contexts.iter().map(|(t, _, _)| t.0).collect();
+                t.dedup();
+                (b.offset, b.len, b.shared, t)
+            })
+            .collect()
+    })
+}
+
+/// The manager's blocks of switch `name`, in the same form.
+async fn manager_blocks(c: &mut ManagerClient, name: &str) -> Vec<(u64, u64, bool, Vec<u32>)> {
+    let mut out: Vec<(u64, u64, bool, Vec<u32>)> = Vec::new();
+    for a in c.allocations().await.unwrap().allocations {
+        if a.switch_name != name {
+            continue;
+        }
+        let r = a.region.unwrap();
+        match out.iter_mut().find(|b| b.0 == r.offset) {
+            Some(b) => b.3.push(a.group),
+            None => out.push((r.offset, r.len, a.shared, vec![a.group])),
+        }
+    }
+    out.sort();
+    for b in &mut out {
+        b.3.sort();
+    }
+    out
+}
+
+/// [MGR-053] [TMX-001] [TMX-002] Under the temporal policy two groups
+/// whose duty cycles fit share one block, and every switch's engine holds
+/// exactly the manager's layout: the same offsets and lengths, one shared
+/// block with both groups as its tenants.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engines_share_the_blocks_the_manager_shares() {
+    let (topo, run, agents, mut c) = cluster(Policy::Temporal, None).await;
+    let mut groups = Vec::new();
+    for name in ["t1", "t2"] {
+        let mut r = request(&topo, name, &[0, 1]);
+        r.duty_permille = 400;
+        let Verdict::Granted(g) = c.init_group(&r).await.unwrap() else {
+            panic!("{name} not granted")
+        };
+        groups.push(g.group);
+    }
+    let leaf = topo.switch_named("leaf-0-0").unwrap();
+    for (i, a) in agents.iter().enumerate() {
+        let name = &topo.switch(SwitchId(i as u32)).unwrap().name;
+        let mut engine = engine_blocks(a);
+        for b in &mut engine {
+            b.3.sort();
+        }
+        assert_eq!(engine, manager_blocks(&mut c, name).await, "{name}");
+        if SwitchId(i as u32) == leaf {
+            assert_eq!(engine.len(), 1, "{engine:?}");
+            assert!(engine[0].2, "shared");
+            assert_eq!(engine[0].3, groups);
+        }
+    }
+    run.stop().await;
+}
+
+/// [MGR-031] [TMX-003] Compaction: a hole-riddled arena makes room by
+/// moving a block, the switch's engine moves it too (offset only: the
+/// moved group keeps its contexts), and the engine's layout stays the
+/// manager's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relocation_moves_the_engines_block() {
+    // The block of a two-rank group on one leaf, on a roomy fabric.
+    let (topo, run, agents, mut c) = cluster(Policy::Spatial, None).await;
+    let Verdict::Granted(_) = c
+        .init_group(&request(&topo, "probe", &[0, 1]))
+        .await
+        .unwrap()
+    else {
+        panic!("probe not granted")
+    };
+    let len = manager_blocks(&mut c, "leaf-0-0").await[0].1;
+    drop(agents);
+    run.stop().await;
+
+    // Room for three such blocks; the fourth group's window asks for more
+    // than one hole but less than two.
+    let topo = ClosSpec::fat_tree(4)
+        .build(&Capabilities::full(3 * len))
+        .unwrap();
+    let (topo, run, agents, mut c) = cluster_on(topo, Policy::Spatial, None).await;
+    let mut ids = Vec::new();
+    for name in ["a", "b", "c"] {
+        let Verdict::Granted(g) = c.init_group(&request(&topo, name, &[0, 1])).await.unwrap()
+        else {
+            panic!("{name} not granted")
+        };
+        ids.push(g.group);
+    }
+    c.destroy_group("a").await.unwrap();
+    c.destroy_group("c").await.unwrap();
+    let before = manager_blocks(&mut c, "leaf-0-0").await;
+    assert_eq!(before, vec![(len, len, false, vec![ids[1]])]);
+    let mut big = request(&topo, "d", &[0, 1]);
+    big.window *= 2;
+    let v = c.init_group(&big).await.unwrap();
+    let Verdict::Granted(d) = v else {
+        panic!("{v:?}")
+    };
+    let after = manager_blocks(&mut c, "leaf-0-0").await;
+    assert_eq!(
+        after[0],
+        (0, len, false, vec![ids[1]]),
+        "b moved to 0: {after:?}"
+    );
+    assert_eq!(after[1].3, vec![d.group]);
+    let leaf = topo.switch_named("leaf-0-0").unwrap();
+    let a = &agents[leaf.0 as usize];
+    let mut engine = engine_blocks(a);
+    for b in &mut engine {
+        b.3.sort();
+    }
+    assert_eq!(engine, after);
+    assert!(a.board.groups().contains(&GroupId(ids[1])));
+    run.stop().await;
 }
