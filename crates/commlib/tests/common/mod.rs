@@ -26,15 +26,11 @@ use std::time::Duration;
 
 use commlib::{CommConfig, Communicator, Element, IncSetup, Mode};
 use epic_io::{recv_batch, Clock, FramePorts, LinkFaults, MemFabric, MemPorts, RxBatch, MAX_FRAME};
-use epic_proto::engine::{ContextConfig, Disposition, EngineConfig, IncEngine, Placement};
-use epic_proto::roce::{PathConfig, QpConfig, RcQp, SendOp, WrId};
-use epic_proto::wire::{
-    Collective, DataType, EpicFlags, EpicHeaderRepr, EthernetAddress, EthernetFrame, FrameLayout,
-    GroupId, Ipv4Packet, Qpn, ReduceOp, EPIC_HEADER_LEN, EPIC_IMM_TAG,
-};
-use epic_proto::{Instant, Psn};
+use epic_proto::engine::{Disposition, EngineConfig, IncEngine, Placement};
+use epic_proto::wire::{EthernetAddress, EthernetFrame, FrameLayout, GroupId, Ipv4Packet};
+use epic_proto::Psn;
 use half::{bf16, f16};
-use netsim::inc::{switch_qpn, IncTree};
+use netsim::inc::{switch_qpn, IncTree, LockTenant};
 
 /// M, W and the group of the lab's INC setup (the simulator's defaults).
 pub const M: u32 = 4;
@@ -107,7 +103,7 @@ impl SwitchThread {
             let eng = switch_engine(&tree, mode, other.is_some());
             let routes: Vec<(Ipv4Addr, u16, EthernetAddress)> =
                 tree.hosts.iter().map(|h| (h.ip, h.port, h.mac)).collect();
-            let other = other.map(|flag| (flag, Other::new(&tree)));
+            let other = other.map(|flag| (flag, LockTenant::new(OTHER, &eng).unwrap()));
             let eng = rt.block_on(run_switch(eng, ports, clock, routes, other, stopped));
             if std::env::var("EPIC_COMMLIB_TRACE").is_ok() {
                 let c = eng.counters();
@@ -195,7 +191,7 @@ pub fn switch_engine(tree: &IncTree, mode: Option<Mode>, shared: bool) -> IncEng
         let mut ctx = tree.context(0, GROUP, mode, slots, 4096, true);
         ctx.message_packets = M;
         if shared {
-            let other = Other::new(tree).cfg;
+            let other = LockTenant::context(OTHER, &ctx).unwrap();
             let len = [&ctx, &other]
                 .iter()
                 .map(|c| IncEngine::footprint_of(c).unwrap().total() as u64)
@@ -285,7 +281,7 @@ pub async fn run_switch(
     mut ports: MemPorts,
     clock: Clock,
     routes: Vec<(Ipv4Addr, u16, EthernetAddress)>,
-    mut other: Option<(Arc<AtomicBool>, Other)>,
+    mut other: Option<(Arc<AtomicBool>, LockTenant)>,
     mut stop: tokio::sync::oneshot::Receiver<()>,
 ) -> IncEngine {
     let mac = eng.config().mac;
@@ -313,7 +309,10 @@ pub async fn run_switch(
                 // The second group moves before the batch: a test sets
                 // the flag between calls, while the lab group is idle.
                 if let Some((flag, o)) = other.as_mut() {
-                    o.follow(&mut eng, now, flag.load(Ordering::Relaxed));
+                    let hold = flag.load(Ordering::Relaxed);
+                    o.follow(&mut eng, now, hold).unwrap();
+                    let held = eng.arena().holder(0) == Some(OTHER);
+                    assert_eq!(held, hold, "the second group's hold did not take");
                 }
                 for (port, frame) in batch.iter() {
                     if eng.handle_frame(now, port, frame) == Disposition::NotEpic {
@@ -335,122 +334,6 @@ pub async fn run_switch(
             () = &mut sleep, if next.is_some() => eng.handle_timeout(clock.now()),
             _ = &mut stop => return eng,
         }
-    }
-}
-
-type OtherQp = RcQp<Vec<u8>, Vec<u8>>;
-
-/// The second group of a shared block, played by the switch driver: a
-/// Mode II context of two ranks (hosts 0 and 1, QPNs no host has), each
-/// rank an RC QP of its own whose control messages the driver hands the
-/// engine as if they had come from that host. Its echoes reach the hosts,
-/// which drop them (unknown QPN).
-pub struct Other {
-    cfg: ContextConfig,
-    /// Each rank's port on the switch and QP.
-    qps: Vec<(u16, OtherQp)>,
-    /// The next invocation (each rank's QP sends one control per
-    /// invocation, so it is also the control's PSN).
-    seq: u32,
-    holding: bool,
-}
-
-impl Other {
-    fn new(tree: &IncTree) -> Other {
-        let mut cfg = tree.context(0, OTHER, Mode::Translated, 8, 256, false);
-        cfg.ranks = 2;
-        cfg.endpoints.truncate(2);
-        cfg.route.truncate(2);
-        for (i, e) in cfg.endpoints.iter_mut().enumerate() {
-            e.local_qpn = Qpn::try_new(0x3000 + i as u32).unwrap();
-            e.remote_qpn = Qpn::try_new(0x900 + i as u32).unwrap();
-        }
-        let sw = &tree.switches[0];
-        let qps = cfg
-            .endpoints
-            .iter()
-            .map(|e| {
-                let path = PathConfig::new(e.remote_mac, sw.mac, e.remote_ip, sw.ip);
-                let mut q = QpConfig::new(e.remote_qpn, e.local_qpn, path);
-                q.sq_depth = 64;
-                (e.port, RcQp::new(q).unwrap())
-            })
-            .collect();
-        Other {
-            cfg,
-            qps,
-            seq: 0,
-            holding: false,
-        }
-    }
-
-    /// The control message of a lock Barrier from rank `r` of the group.
-    fn control(&mut self, r: usize, seq: u32, acquire: bool) -> (u16, Vec<u8>) {
-        let c = Psn::from_truncated(seq);
-        let h = EpicHeaderRepr {
-            group_id: OTHER,
-            invocation: seq,
-            collective: Collective::Barrier,
-            reduce_op: ReduceOp::None,
-            data_type: DataType::None,
-            flags: EpicFlags {
-                acquire,
-                release: !acquire,
-                ..EpicFlags::default()
-            },
-            root_rank: 0,
-            first_psn: c.next(),
-            packet_count: 0,
-            element_count: 0,
-            payload_bytes_per_packet: 0,
-        };
-        let mut hdr = vec![0u8; EPIC_HEADER_LEN];
-        h.emit(&mut hdr).unwrap();
-        let (port, qp) = &mut self.qps[r];
-        qp.post_send(
-            WrId(u64::from(seq)),
-            SendOp::SendWithImm { imm: EPIC_IMM_TAG },
-            hdr,
-        )
-        .unwrap();
-        let mut buf = vec![0u8; qp.max_frame_len()];
-        let n = qp.poll_transmit(Instant::ZERO, &mut buf).unwrap().unwrap();
-        buf.truncate(n);
-        (*port, buf)
-    }
-
-    /// Takes the block (rank 0's acquire control alone: the Barrier stays
-    /// open) or gives it back (rank 1's acquire control, then both ranks'
-    /// release controls), as `hold` says; the block must be free to take.
-    fn follow(&mut self, eng: &mut IncEngine, now: Instant, hold: bool) {
-        if hold == self.holding {
-            return;
-        }
-        let seq = self.seq;
-        let frames = if hold {
-            vec![self.control(0, seq, true)]
-        } else {
-            vec![
-                self.control(1, seq, true),
-                self.control(0, seq + 1, false),
-                self.control(1, seq + 1, false),
-            ]
-        };
-        for (port, f) in frames {
-            eng.handle_frame(now, port, &f);
-        }
-        let holder = eng.arena().holder(0);
-        if hold {
-            assert_eq!(
-                holder,
-                Some(OTHER),
-                "the second group did not get the block"
-            );
-        } else {
-            assert_ne!(holder, Some(OTHER), "the second group kept the block");
-            self.seq += 2;
-        }
-        self.holding = hold;
     }
 }
 
