@@ -401,7 +401,8 @@ impl Context {
             // The data PSNs of one invocation share their pattern: every
             // one the outputs have all acknowledged goes at once, and
             // recycling N of them clears every slot. Only the root's local
-            // hand-off is judged PSN by PSN.
+            // hand-off is judged PSN by PSN. (Fuzz seed
+            // `regress-ack-far-ahead`: an ACK ~2^23 PSNs ahead.)
             let through = if data && !outs.local {
                 outs.iter()
                     .filter_map(|o| self.eps.get(usize::from(o)))
