@@ -16,7 +16,7 @@ use serde::{Serialize, Serializer};
 
 use crate::wire::{
     AtomicAckEthRepr, AtomicEthRepr, DethRepr, EpicHeaderRepr, Error, ErrorKind, EthernetAddress,
-    IethRepr, LaxFrame, Layer, RethRepr, Syndrome, ROCEV2_PORT,
+    IethRepr, LaxFrame, Layer, LockRequest, RethRepr, Syndrome, ROCEV2_PORT,
 };
 
 fn display<T: fmt::Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
@@ -157,6 +157,10 @@ pub struct EpicRecord {
     pub reproducible: bool,
     /// Quantized flag.
     pub quantized: bool,
+    /// A Barrier's lock request: `acquire`, `acquire-denied` or `release`
+    /// (temporal multiplexing). [TMX-010]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<&'static str>,
     /// Root rank.
     pub root_rank: u16,
     /// First data PSN.
@@ -348,6 +352,11 @@ fn epic_record(h: &EpicHeaderRepr) -> EpicRecord {
         data_type: h.data_type.name(),
         reproducible: h.flags.reproducible,
         quantized: h.flags.quantized,
+        lock: h.flags.lock(h.collective).map(|l| match l {
+            LockRequest::Acquire { denied: false } => "acquire",
+            LockRequest::Acquire { denied: true } => "acquire-denied",
+            LockRequest::Release => "release",
+        }),
         root_rank: h.root_rank,
         first_psn: h.first_psn.value(),
         packet_count: h.packet_count,
@@ -411,6 +420,9 @@ impl fmt::Display for FrameRecord {
                 e.packet_count,
                 e.element_count
             )?;
+            if let Some(l) = e.lock {
+                write!(f, " lock={l}")?;
+            }
         }
         if let Some(n) = self.payload_len {
             write!(f, " payload={n}")?;
@@ -433,5 +445,97 @@ impl fmt::Display for FrameRecord {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    use super::*;
+    use crate::roce::{PathConfig, QpConfig, RcQp, SendOp, WrId};
+    use crate::wire::{
+        Collective, DataType, EpicFlags, GroupId, Qpn, ReduceOp, EPIC_HEADER_LEN, EPIC_IMM_TAG,
+    };
+    use crate::{Instant, Psn};
+
+    /// A control frame of a Barrier with `flags`, as a rank's QP sends it.
+    fn barrier_frame(flags: EpicFlags) -> vec::Vec<u8> {
+        let path = PathConfig::new(
+            EthernetAddress([2, 0, 0, 0, 0, 1]),
+            EthernetAddress([2, 0, 0, 0, 0, 2]),
+            Ipv4Addr::new(10, 0, 0, 1),
+            Ipv4Addr::new(10, 0, 0, 2),
+        );
+        let cfg = QpConfig::new(
+            Qpn::try_new(0x11).unwrap(),
+            Qpn::try_new(0x22).unwrap(),
+            path,
+        );
+        let mut qp: RcQp<vec::Vec<u8>, vec::Vec<u8>> = RcQp::new(cfg).unwrap();
+        let h = EpicHeaderRepr {
+            group_id: GroupId(7),
+            invocation: 3,
+            collective: Collective::Barrier,
+            reduce_op: ReduceOp::None,
+            data_type: DataType::None,
+            flags,
+            root_rank: 0,
+            first_psn: Psn::ZERO.next(),
+            packet_count: 0,
+            element_count: 0,
+            payload_bytes_per_packet: 0,
+        };
+        let mut hdr = vec![0u8; EPIC_HEADER_LEN];
+        h.emit(&mut hdr).unwrap();
+        qp.post_send(WrId(1), SendOp::SendWithImm { imm: EPIC_IMM_TAG }, hdr)
+            .unwrap();
+        let mut buf = vec![0u8; qp.max_frame_len()];
+        let n = qp.poll_transmit(Instant::ZERO, &mut buf).unwrap().unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    // [TMX-010] [TMX-011] [TMX-013] A lock Barrier's request shows in the
+    // record and its line; other control messages carry none.
+    #[test]
+    fn lock_barriers_are_named() {
+        let cases = [
+            (EpicFlags::default(), None),
+            (
+                EpicFlags {
+                    acquire: true,
+                    ..EpicFlags::default()
+                },
+                Some("acquire"),
+            ),
+            (
+                EpicFlags {
+                    acquire: true,
+                    denied: true,
+                    ..EpicFlags::default()
+                },
+                Some("acquire-denied"),
+            ),
+            (
+                EpicFlags {
+                    release: true,
+                    ..EpicFlags::default()
+                },
+                Some("release"),
+            ),
+        ];
+        for (flags, want) in cases {
+            let r = FrameRecord::decode(1, 0, &barrier_frame(flags));
+            let e = r.epic.unwrap();
+            assert_eq!(e.lock, want, "{flags:?}");
+            let line = r.to_string();
+            match want {
+                Some(l) => assert!(line.contains(&alloc::format!(" lock={l}")), "{line}"),
+                None => assert!(!line.contains("lock="), "{line}"),
+            }
+        }
     }
 }
