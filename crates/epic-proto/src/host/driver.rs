@@ -3,6 +3,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
+use super::control::{control_header, echo_denied};
 use super::event::{HostError, HostEvent, HostProgress};
 use super::lane::{lane_of, HostSetupError, Lane, PatternLane};
 use super::plan::{locked, steps, CollectiveRequest, Lock, Step};
@@ -11,10 +12,7 @@ use crate::engine::PatternBinding;
 use crate::psn::Psn;
 use crate::roce::{Completion, ConfigError, QpConfig, RcQp, SendOp, WcStatus, WrId};
 use crate::time::Instant;
-use crate::wire::{
-    Collective, DataType, EpicFlags, EpicHeaderPacket, EpicHeaderRepr, GroupId, LockRequest,
-    ReduceOp, EPIC_HEADER_LEN, EPIC_IMM_TAG,
-};
+use crate::wire::{Collective, EpicHeaderRepr, GroupId, ReduceOp, EPIC_HEADER_LEN, EPIC_IMM_TAG};
 
 /// How a rank is set up. [HOST-002]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -511,45 +509,7 @@ impl HostRank {
         };
         let packets =
             u32::try_from(packets).map_err(|_| HostError::InvalidArgument("elements: too many"))?;
-        let header = EpicHeaderRepr {
-            group_id: lane.group,
-            invocation: self.seq,
-            collective: step.collective,
-            // A lock Barrier inside a reducing call has no op.
-            reduce_op: if step.collective == Collective::Barrier {
-                ReduceOp::None
-            } else {
-                call.req.op
-            },
-            data_type: if step.collective == Collective::Barrier {
-                DataType::None
-            } else {
-                call.req.dtype
-            },
-            flags: match step.lock {
-                None => EpicFlags {
-                    reproducible: call.req.reproducible,
-                    ..EpicFlags::default()
-                },
-                Some(Lock::Acquire) => EpicFlags {
-                    acquire: true,
-                    ..EpicFlags::default()
-                },
-                Some(Lock::Release) => EpicFlags {
-                    release: true,
-                    ..EpicFlags::default()
-                },
-            },
-            root_rank: if matches!(step.collective, Collective::Reduce | Collective::Broadcast) {
-                step.root
-            } else {
-                0
-            },
-            first_psn: c.next(),
-            packet_count: packets,
-            element_count: step.elements,
-            payload_bytes_per_packet: ppb,
-        };
+        let header = control_header(&step, &call.req, lane.group, self.seq, c, packets, ppb);
         header.validate().map_err(|_| {
             HostError::InvalidArgument("request: no valid EPIC header describes it")
         })?;
@@ -798,19 +758,6 @@ impl HostRank {
         }
         Ok(())
     }
-}
-
-/// Whether an acquire Barrier's echo says a switch of the tree refused
-/// its shared block; an echo without a valid EPIC header is as bad as an
-/// echo without the EPIC ImmDt. [TMX-011]
-fn echo_denied(echo: &[u8]) -> Result<bool, HostError> {
-    let header = EpicHeaderPacket::new_checked(echo)
-        .and_then(|p| EpicHeaderRepr::parse(&p))
-        .map_err(|_| HostError::Transport(WcStatus::LocalLengthError))?;
-    Ok(matches!(
-        header.flags.lock(header.collective),
-        Some(LockRequest::Acquire { denied: true })
-    ))
 }
 
 fn msg_len(a: &Active, i: u32) -> usize {

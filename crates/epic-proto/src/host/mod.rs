@@ -18,6 +18,7 @@
 //! hears [`HostEvent::Denied`] when a switch refuses; see
 //! [`HostRank::set_contended`]. [TMX-020]
 
+mod control;
 mod driver;
 mod event;
 mod lane;

@@ -29,6 +29,7 @@ mod atomic_eth;
 mod bth;
 mod cnp;
 mod deth;
+mod epic_flags;
 mod epic_header;
 mod error;
 mod eth;
@@ -50,9 +51,10 @@ pub use atomic_eth::{AtomicEthPacket, AtomicEthRepr, ATOMIC_ETH_LEN};
 pub use bth::{BthPacket, BthRepr, Qpn, BTH_LEN};
 pub use cnp::{CnpPacket, CnpRepr, CNP_LEN};
 pub use deth::{DethPacket, DethRepr, DETH_LEN};
+pub use epic_flags::{EpicFlags, LockRequest};
 pub use epic_header::{
-    Collective, DataType, EpicFlags, EpicHeaderPacket, EpicHeaderRepr, EpicViolation, GroupId,
-    LockRequest, ReduceOp, EPIC_HEADER_LEN, EPIC_IMM_TAG, EPIC_VERSION, MAX_PAYLOAD_BYTES,
+    Collective, DataType, EpicHeaderPacket, EpicHeaderRepr, EpicViolation, GroupId, ReduceOp,
+    EPIC_HEADER_LEN, EPIC_IMM_TAG, EPIC_VERSION, MAX_PAYLOAD_BYTES,
 };
 pub use error::{EmitError, Error, ErrorKind, Layer, ValueTooBig};
 pub use eth::{
