@@ -483,12 +483,25 @@ impl Context {
         if e.rnr_until.is_some() {
             return None;
         }
-        let mut q = e.next_send;
+        let start = e.next_send;
+        let mut q = start;
         for _ in 0..=INVOCATION_SLOTS {
             let slot = self.invs.find(q)?;
             let inv = self.invs.get(slot)?;
             match self.shape.outbound(inv.pattern(q), ep) {
-                None => q = inv.end,
+                None => {
+                    // A skip goes forward, less than half the circle from
+                    // where the endpoint stands: the invocations a context
+                    // holds can together span more than the circle, and a
+                    // skip round it would land on PSNs already sent and
+                    // send them again for ever. (Fuzz seed
+                    // `regress-skip-round-the-circle`.)
+                    let ahead = inv.end.distance_from(start);
+                    if ahead <= q.distance_from(start) || ahead >= Psn::HALF {
+                        return None;
+                    }
+                    q = inv.end;
+                }
                 Some(p) => return self.pipe(p).holds_complete(q).then_some((q, p, slot)),
             }
         }
