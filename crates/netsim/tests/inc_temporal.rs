@@ -15,7 +15,7 @@
 
 mod inc_common;
 
-use epic_proto::engine::{EngineCounters, IncEngine, Mode, Placement};
+use epic_proto::engine::{EngineCounters, IncEngine, Mode};
 use epic_proto::wire::{Collective, DataType, GroupId, ReduceOp};
 use epic_proto::Duration;
 use inc_common::*;
@@ -48,24 +48,9 @@ fn shared_cluster(mode: Mode) -> Cluster {
     for s in 0..cl.switches.len() {
         let eng = engine(&mut cl, s);
         let ctx = eng.context(CLUSTER_GROUP).unwrap().cfg.clone();
-        let other = LockTenant::context(OTHER, &ctx).unwrap();
-        let len = [&ctx, &other]
-            .iter()
-            .map(|c| IncEngine::footprint_of(c).unwrap().total() as u64)
-            .max()
-            .unwrap()
-            .div_ceil(64)
-            * 64;
-        let at = |tenant| Placement {
-            offset: 0,
-            len,
-            tenant,
-            shared: true,
-        };
         eng.remove(CLUSTER_GROUP).unwrap();
-        eng.install_at(ctx, at(CLUSTER_GROUP)).unwrap();
+        LockTenant::install_beside(eng, ctx, CLUSTER_GROUP, OTHER).unwrap();
         eng.context_mut(CLUSTER_GROUP).unwrap().set_start_psn(start);
-        eng.install_at(other, at(OTHER)).unwrap();
     }
     cl
 }

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use commlib::{CommConfig, Communicator, Element, IncSetup, Mode};
 use epic_io::{recv_batch, Clock, FramePorts, LinkFaults, MemFabric, MemPorts, RxBatch, MAX_FRAME};
-use epic_proto::engine::{Disposition, EngineConfig, IncEngine, Placement};
+use epic_proto::engine::{Disposition, EngineConfig, IncEngine};
 use epic_proto::wire::{EthernetAddress, EthernetFrame, FrameLayout, GroupId, Ipv4Packet};
 use epic_proto::Psn;
 use half::{bf16, f16};
@@ -191,22 +191,7 @@ pub fn switch_engine(tree: &IncTree, mode: Option<Mode>, shared: bool) -> IncEng
         let mut ctx = tree.context(0, GROUP, mode, slots, 4096, true);
         ctx.message_packets = M;
         if shared {
-            let other = LockTenant::context(OTHER, &ctx).unwrap();
-            let len = [&ctx, &other]
-                .iter()
-                .map(|c| IncEngine::footprint_of(c).unwrap().total() as u64)
-                .max()
-                .unwrap()
-                .div_ceil(64)
-                * 64;
-            let at = |tenant| Placement {
-                offset: 0,
-                len,
-                tenant,
-                shared: true,
-            };
-            eng.install_at(ctx, at(GROUP)).unwrap();
-            eng.install_at(other, at(OTHER)).unwrap();
+            LockTenant::install_beside(&mut eng, ctx, GROUP, OTHER).unwrap();
         } else {
             eng.install(ctx).unwrap();
         }

@@ -4,7 +4,9 @@
 //! driver hands their lock Barriers' control messages to the engine as if
 //! they had come from the ranks' hosts. [TMX-010] [TMX-013]
 
-use epic_proto::engine::{ContextConfig, IncEngine, Mode, Peer, PsnAlignment};
+use epic_proto::engine::{
+    ContextConfig, IncEngine, InstallError, Mode, Peer, Placement, PsnAlignment,
+};
 use epic_proto::roce::{PathConfig, QpConfig, RcQp, SendOp, WrId};
 use epic_proto::wire::{
     Collective, DataType, EpicFlags, EpicHeaderRepr, GroupId, Qpn, ReduceOp, EPIC_HEADER_LEN,
@@ -38,6 +40,9 @@ pub enum TenantError {
     /// A rank's QP refused its configuration or its send.
     #[error("tenant QP: {0}")]
     Qp(String),
+    /// The engine refused a context or its block.
+    #[error("install: {0}")]
+    Install(InstallError),
 }
 
 impl LockTenant {
@@ -67,6 +72,34 @@ impl LockTenant {
             reproducible: false,
             alignment: PsnAlignment::Resync,
         })
+    }
+
+    /// Installs `ctx` (tenant `owner`) and the tenant `group`'s context
+    /// beside it in one shared block at offset 0, long enough for either.
+    /// [TMX-001] [TMX-002]
+    pub fn install_beside(
+        eng: &mut IncEngine,
+        ctx: ContextConfig,
+        owner: GroupId,
+        group: GroupId,
+    ) -> Result<(), TenantError> {
+        let other = LockTenant::context(group, &ctx)?;
+        let mut len = 0u64;
+        for c in [&ctx, &other] {
+            let fp = IncEngine::footprint_of(c).map_err(TenantError::Install)?;
+            len = len.max(fp.total() as u64);
+        }
+        let at = |tenant| Placement {
+            offset: 0,
+            len: len.div_ceil(64) * 64,
+            tenant,
+            shared: true,
+        };
+        eng.install_at(ctx, at(owner))
+            .map_err(TenantError::Install)?;
+        eng.install_at(other, at(group))
+            .map_err(TenantError::Install)?;
+        Ok(())
     }
 
     /// The tenant of `group`, whose context `eng` holds.
