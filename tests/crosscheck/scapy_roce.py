@@ -193,13 +193,17 @@ def epic_header_spec(rng):
         "group_id": rng.getrandbits(32), "invocation": rng.getrandbits(32),
         "first_psn": rng.getrandbits(24), "packet_count": pkts,
         "element_count": elems, "payload_bytes_per_packet": per_pkt,
-        "reserved": (0, 0, 0),  # flags bits 7..2, byte 16, bytes 34..35
+        "reserved": (0, 0, 0),  # flags bits 7..5, byte 16, bytes 34..35
         "extension": b"",
     }
     if rng.random() < 0.3:
         # Reserved bits set: sent as zero but ignored on receipt. [WIRE-104]
-        h["reserved"] = (rng.getrandbits(6) << 2, rng.getrandbits(8),
+        h["reserved"] = (rng.getrandbits(3) << 5, rng.getrandbits(8),
                          rng.getrandbits(16))
+    if rng.random() < 0.5:
+        # Lock flags (acquire, release, denied): named on a Barrier only.
+        # [TMX-010]
+        h["flags"] |= rng.choice([0x04, 0x08, 0x14, 0x0C, 0x10])
     if rng.random() < 0.3:
         # A longer header from a later minor revision: a version-1 receiver
         # ignores the appended fields. [WIRE-102]
@@ -474,10 +478,24 @@ _OPS = {0: "none", 1: "sum", 2: "min", 3: "max"}
 _DTYPES = {0: "none", 1: "int32", 2: "fp32", 3: "fp16", 4: "bf16"}
 
 
+def expected_lock(h):
+    """A Barrier's lock request: acquire wins over release; denied only
+    qualifies an acquire. [TMX-010]"""
+    if h["collective"] != 4:
+        return None
+    if h["flags"] & 0x04:
+        return "acquire-denied" if h["flags"] & 0x10 else "acquire"
+    if h["flags"] & 0x08:
+        return "release"
+    return None
+
+
 def expected_epic(h):
     """The decoder's `epic` object. The binary prints the names and the
-    collective code; it has no header_len or raw flags key."""
-    return {
+    collective code; it has no header_len or raw flags key, and a lock key
+    only for a Barrier that asks for one."""
+    lock = expected_lock(h)
+    out = {
         "version": h["version"],
         "group_id": h["group_id"],
         "invocation": h["invocation"],
@@ -493,6 +511,9 @@ def expected_epic(h):
         "element_count": h["element_count"],
         "payload_bytes_per_packet": h["payload_bytes_per_packet"],
     }
+    if lock is not None:
+        out["lock"] = lock
+    return out
 
 
 # ---------------------------------------------------------------------------
