@@ -114,7 +114,7 @@ fn check_parsed(data: &[u8], r: &EpicHeaderRepr) {
         *b = EPIC_HEADER_LEN as u8; // fits: 36
     }
     if let Some(b) = want.get_mut(5) {
-        *b &= 0x03; // reproducible, quantized
+        *b &= 0x1f; // reproducible, quantized, acquire, release, denied
     }
     for at in [16usize, 34, 35] {
         if let Some(b) = want.get_mut(at) {
