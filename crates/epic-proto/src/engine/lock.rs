@@ -19,11 +19,13 @@ use super::invocation::{Pattern, PipeId};
 use crate::wire::{EpicHeaderRepr, LockRequest};
 
 /// A control message on its way through the lock: the header it is
-/// processed with, and whether it took the block.
+/// processed with, whether it took the block, and whether its
+/// invocation's echo had passed this switch before it came.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Locking {
     pub(crate) header: EpicHeaderRepr,
     pub(crate) took: bool,
+    pub(crate) passed_before: bool,
 }
 
 impl Context {
@@ -50,17 +52,18 @@ impl Context {
         let mut step = Locking {
             header: *h,
             took: false,
+            passed_before: false,
         };
-        let Some(LockRequest::Acquire { denied: false }) = h.flags.lock(h.collective) else {
+        let Some(req) = h.flags.lock(h.collective) else {
             return step;
         };
         let Some(p) = self.placed.filter(|p| p.shared) else {
             return step;
         };
-        if self
+        step.passed_before = self
             .echo_passed(h.invocation)
-            .is_some_and(|(passed, _)| passed)
-        {
+            .is_some_and(|(passed, _)| passed);
+        if step.passed_before || req != (LockRequest::Acquire { denied: false }) {
             return step;
         }
         let had = io.arena.holder(p.offset) == Some(p.tenant);
@@ -75,9 +78,11 @@ impl Context {
 
     /// After a lock Barrier's control message was processed: a block
     /// taken for a control the context then refused is given back at
-    /// once; once the echo passed this switch (at the root: once every
+    /// once; when the echo passes this switch (at the root: when the last
     /// child's control is in), a release, or an acquire denied anywhere,
-    /// gives the block back. [TMX-011] [TMX-013]
+    /// gives the block back, once: a duplicate of either that comes later
+    /// (a retransmission) frees nothing, the block may be the next
+    /// call's already. [TMX-011] [TMX-013]
     pub(crate) fn lock_settle(&self, io: &mut Io<'_>, step: &Locking) {
         let h = &step.header;
         let Some(req) = h.flags.lock(h.collective) else {
@@ -99,7 +104,7 @@ impl Context {
             LockRequest::Release => true,
             LockRequest::Acquire { .. } => denied,
         };
-        if passed && give_back && io.arena.release(p.offset, p.tenant) {
+        if passed && !step.passed_before && give_back && io.arena.release(p.offset, p.tenant) {
             io.counters.locks_released += 1;
         }
     }

@@ -228,3 +228,44 @@ fn relocation_keeps_lookup_entries_state_and_lock() {
     }
     assert_eq!(m.sent_data().len(), usize::from(K));
 }
+
+// [TMX-013] A release gives the block back once: a retransmitted release
+// echo that arrives after the next call's acquire took the block frees
+// nothing.
+#[test]
+fn a_late_duplicate_release_frees_nothing() {
+    for mode in [Mode::Translated, Mode::Augmented] {
+        let (mut m, _, _) = shared_pair(leaf(mode));
+        let a = Rig::new(m.cfg.clone(), None);
+        let through = |m: &mut Rig, h: &EpicHeaderRepr, c: Psn| {
+            for ep in 0..K {
+                let f = a.control_frame(ep, c, h);
+                m.deliver(ep, &f);
+            }
+            let f = a.control_frame(K, c, h);
+            m.deliver(K, &f);
+            m.sent();
+        };
+        through(&mut m, &lock_barrier(GROUP, 0, psn(0), true), psn(0));
+        let release = lock_barrier(GROUP, 1, psn(1), false);
+        through(&mut m, &release, psn(1));
+        assert_eq!(m.eng.arena().holder(128), None, "{mode:?}");
+        // The next call takes the block as its controls go up.
+        let next = lock_barrier(GROUP, 2, psn(2), true);
+        for ep in 0..K {
+            let f = a.control_frame(ep, psn(2), &next);
+            m.deliver(ep, &f);
+        }
+        assert_eq!(m.eng.arena().holder(128), Some(GroupId(GROUP)));
+        // The parent sends the old release echo again.
+        let f = a.control_frame(K, psn(1), &release);
+        m.deliver(K, &f);
+        assert_eq!(
+            m.eng.arena().holder(128),
+            Some(GroupId(GROUP)),
+            "{mode:?}: a duplicate release freed the next call's block"
+        );
+        let c = m.eng.counters();
+        assert_eq!((c.locks_granted, c.locks_released), (2, 1), "{mode:?}");
+    }
+}
