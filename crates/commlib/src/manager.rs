@@ -4,12 +4,12 @@
 
 use std::time::{Duration, Instant};
 
+use epic_control::client::{ClientError, Code, ManagerClient, Verdict};
+use epic_control::convert::mode_of;
+use epic_control::pb;
+use epic_control::request::GroupRequest;
 use epic_proto::wire::{GroupId, Qpn};
 use epic_proto::Psn;
-use manager::client::{ClientError, ManagerClient, Verdict};
-use manager::convert::mode_of;
-use manager::group::GroupRequest;
-use manager::pb;
 
 use crate::config::IncSetup;
 
@@ -55,7 +55,7 @@ pub async fn init_group(
     let verdict = loop {
         match client.init_group(req).await {
             Ok(v) => break v,
-            Err(e) if e.code() == Some(manager::client::Code::Unavailable) => {
+            Err(e) if e.code() == Some(Code::Unavailable) => {
                 if start.elapsed() > deadline {
                     return Err(InitGroupError::Busy(deadline));
                 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use manager::client::ManagerClient;
+use epic_control::client::{ClientError, ManagerClient};
 use manager::service::{bind_any, serve, Manager, ManagerOptions};
 use manager::topology::parse_topology;
 use manager::Policy;
@@ -184,7 +184,7 @@ async fn status_main(a: &StatusArgs) -> ExitCode {
         let topo = c.topology().await?;
         let groups = c.groups().await?;
         let allocs = c.allocations().await?;
-        Ok::<_, manager::client::ClientError>((topo, groups, allocs))
+        Ok::<_, ClientError>((topo, groups, allocs))
     }
     .await;
     let (topo, groups, allocs) = match r {

@@ -14,16 +14,15 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
+use epic_control::agent::{run_agent, AgentConfig};
+use epic_control::board::EngineBoard;
+use epic_control::client::{ManagerClient, Verdict};
+use epic_control::request::{GroupRequest, Member};
 use epic_proto::engine::EngineConfig;
 use epic_proto::wire::{GroupId, Qpn};
-use manager::agent::{run_agent, AgentConfig, Switchboard};
-use manager::board::EngineBoard;
-use manager::client::{ManagerClient, Verdict};
 use manager::fabric::registration_for;
-use manager::group::{GroupRequest, Member};
 use manager::topology::parse_topology;
 use manager::SwitchId;
 
@@ -132,7 +131,6 @@ async fn sigkill_and_restart_recover_everything() {
         let mut cfg = EngineConfig::new(sw.mac, sw.ip);
         cfg.arena_bytes = 1 << 20;
         let board = EngineBoard::new(cfg);
-        let b: Arc<dyn Switchboard> = board.clone();
         tokio::spawn(run_agent(
             AgentConfig {
                 manager: addr.clone(),
@@ -140,7 +138,7 @@ async fn sigkill_and_restart_recover_everything() {
                 registration: registration_for(&topo, s).unwrap(),
                 retry: Duration::from_millis(50),
             },
-            b,
+            board.clone(),
             std::future::pending(),
         ));
         boards.push(board);

@@ -6,19 +6,19 @@
 //! [MGR-040] [MGR-042]
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 use std::time::Duration;
 
 use commlib::{GroupVerdict, IncSetup};
+use epic_control::agent::{run_agent, AgentConfig};
+use epic_control::caps::Capabilities;
+use epic_control::client::ManagerClient;
+use epic_control::request::{GroupRequest, Member};
 use epic_proto::engine::Mode;
 use incengine::agent::HandleBoard;
 use incengine::SwitchHandle;
-use manager::agent::{run_agent, AgentConfig, Switchboard};
-use manager::client::ManagerClient;
 use manager::fabric::registration_for;
-use manager::group::{GroupRequest, Member};
 use manager::service::{bind, serve, Manager, ManagerOptions};
-use manager::topology::{Capabilities, Host, Link, LinkEnd, Switch, SwitchId, Topology};
+use manager::topology::{Host, Link, LinkEnd, Switch, SwitchId, Topology};
 use netsim::inc::{host_qpn, IncTree, PortPeer};
 use tokio::task::JoinHandle;
 
@@ -187,7 +187,7 @@ impl LabControl {
                 registration,
                 retry: Duration::from_millis(50),
             };
-            let board: Arc<dyn Switchboard> = HandleBoard::new(h.control());
+            let board = HandleBoard::over(h.control());
             agents.push(tokio::spawn(run_agent(cfg, board, std::future::pending())));
         }
         let control = LabControl {

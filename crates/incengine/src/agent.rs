@@ -3,22 +3,21 @@
 //! agent registers, and installs, removes and relocates contexts on the
 //! running switch as the manager says. [SW-034] [MGR-071]
 
-use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use epic_control::agent::{run_agent, AgentConfig};
+use epic_control::caps::Capabilities;
+use epic_control::ledger::{LaneBoard, LaneEngine};
+use epic_control::pb;
+use epic_proto::engine::{ContextConfig, Placement};
 use epic_proto::wire::{EthernetAddress, GroupId};
 use epic_proto::Psn;
-use manager::agent::{placement, run_agent, AgentConfig, BoxFuture, Command, Switchboard};
-use manager::arena::Region;
-use manager::pb;
-use manager::topology::Capabilities;
 use serde::{Deserialize, Serialize};
 
 use crate::handle::SwitchControl;
-use crate::spec::{ContextSpec, SwitchSpec};
+use crate::spec::{ContextSpec, SwitchError, SwitchSpec};
 
 /// The `[manager]` section: where the manager is and what the switch
 /// reports beside its engine's capabilities.
@@ -177,101 +176,29 @@ pub fn registration(spec: &SwitchSpec, ports: usize, link: &ManagerLink) -> pb::
     }
 }
 
-/// The agent's view of a running switch: installs go through its
-/// [`SwitchControl`]; the lanes and block of every installed group are
-/// remembered for removal and reconciliation.
-#[derive(Debug)]
-pub struct HandleBoard {
-    control: SwitchControl,
-    groups: Mutex<BTreeMap<GroupId, (Vec<GroupId>, Region)>>,
-}
+/// The agent's view of a running switch: the lane ledger over its
+/// [`SwitchControl`], which installs, removes and relocates lanes on the
+/// running engine.
+pub type HandleBoard = LaneBoard<SwitchControl>;
 
-impl HandleBoard {
-    /// A board over `control`.
-    pub fn new(control: SwitchControl) -> Arc<HandleBoard> {
-        Arc::new(HandleBoard {
-            control,
-            groups: Mutex::new(BTreeMap::new()),
-        })
+impl LaneEngine for SwitchControl {
+    type Error = SwitchError;
+
+    async fn install(&self, lane: ContextConfig, at: Placement) -> Result<(), SwitchError> {
+        let spec = ContextSpec {
+            config: lane,
+            start_psn: Psn::ZERO,
+            placement: Some(at),
+        };
+        SwitchControl::install(self, spec).await.map(|_| ())
     }
 
-    fn groups(&self) -> MutexGuard<'_, BTreeMap<GroupId, (Vec<GroupId>, Region)>> {
-        match self.groups.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+    async fn remove(&self, lane: GroupId) -> Result<(), SwitchError> {
+        SwitchControl::remove(self, lane).await
     }
 
-    async fn apply_async(&self, cmd: Command) -> Result<(), String> {
-        match cmd {
-            Command::Install {
-                group,
-                contexts,
-                region,
-                shared,
-            } => {
-                if self.groups().contains_key(&group) {
-                    return Ok(());
-                }
-                let mut done = Vec::new();
-                for c in contexts {
-                    let g = c.group;
-                    let spec = ContextSpec {
-                        config: c,
-                        start_psn: Psn::ZERO,
-                        placement: Some(placement(group, region, shared)),
-                    };
-                    if let Err(e) = self.control.install(spec).await {
-                        for d in done {
-                            let _ = self.control.remove(d).await;
-                        }
-                        return Err(format!("group {}: {e}", g.0));
-                    }
-                    done.push(g);
-                }
-                tracing::info!(group = group.0, lanes = done.len(), "installed");
-                self.groups().insert(group, (done, region));
-                Ok(())
-            }
-            Command::Remove(group) => {
-                let lanes = self.groups().remove(&group);
-                for g in lanes.map(|(l, _)| l).unwrap_or_default() {
-                    let _ = self.control.remove(g).await;
-                }
-                tracing::info!(group = group.0, "removed");
-                Ok(())
-            }
-            Command::Relocate { groups, from, to } => {
-                // The block moves once for all its tenants; a repeated
-                // command finds it moved already. [TMX-003]
-                let moved = groups
-                    .iter()
-                    .any(|g| self.groups().get(g).is_some_and(|(_, r)| *r == to));
-                if !moved {
-                    self.control
-                        .relocate(from.offset, to.offset)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                }
-                for g in groups {
-                    if let Some((_, r)) = self.groups().get_mut(&g) {
-                        *r = to;
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl Switchboard for HandleBoard {
-    fn apply(&self, cmd: Command) -> BoxFuture<'_, Result<(), String>> {
-        Box::pin(self.apply_async(cmd))
-    }
-
-    fn installed(&self) -> BoxFuture<'_, Vec<GroupId>> {
-        let g = self.groups().keys().copied().collect();
-        Box::pin(async move { g })
+    async fn relocate(&self, from: u64, to: u64) -> Result<(), SwitchError> {
+        SwitchControl::relocate(self, from, to).await
     }
 }
 
@@ -296,7 +223,7 @@ pub async fn serve_agent(
         registration: registration(spec, ports, link),
         retry: Duration::from_millis(200),
     };
-    run_agent(cfg, HandleBoard::new(control), shutdown).await;
+    run_agent(cfg, HandleBoard::over(control), shutdown).await;
     Ok(())
 }
 

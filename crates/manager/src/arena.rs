@@ -12,27 +12,12 @@
 
 use std::collections::BTreeMap;
 
+use epic_control::Region;
 use serde::{Deserialize, Serialize};
 
 /// Offsets and lengths are multiples of this (a cache line, and the
 /// granule of most switch SRAM banks).
 pub const ARENA_ALIGN: u64 = 64;
-
-/// A region of an arena.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Region {
-    /// First byte.
-    pub offset: u64,
-    /// Bytes.
-    pub len: u64,
-}
-
-impl Region {
-    /// One past the last byte.
-    pub fn end(&self) -> u64 {
-        self.offset.saturating_add(self.len)
-    }
-}
 
 /// A region that compaction moved: every context pointing at `from` must
 /// now point at `to`.

@@ -104,7 +104,7 @@ pub enum ManagerError {
     },
     /// A field of a message that does not hold a valid value.
     #[error(transparent)]
-    Field(#[from] crate::convert::BadField),
+    Field(#[from] epic_control::convert::BadField),
     /// No group of that name or id.
     #[error("no group {0}")]
     NoSuchGroup(String),

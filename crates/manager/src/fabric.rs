@@ -7,14 +7,13 @@
 
 use std::net::Ipv4Addr;
 
+use epic_control::caps::Capabilities;
+use epic_control::convert::{mac_of, BadField, Problem};
+use epic_control::pb;
 use epic_proto::wire::EthernetAddress;
 use serde::{Deserialize, Serialize};
 
-use crate::convert::{mac_of, BadField};
-use crate::pb;
-use crate::topology::{
-    Capabilities, Host, Link, LinkEnd, Switch, SwitchId, Topology, TopologyError,
-};
+use crate::topology::{Host, Link, LinkEnd, Switch, SwitchId, Topology, TopologyError};
 
 /// A link as an agent reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,13 +76,13 @@ impl AgentRecord {
         let port = |field, p: u32| {
             u16::try_from(p).map_err(|_| BadField {
                 field,
-                why: format!("port {p} is above 65535"),
+                problem: Problem::Port(p),
             })
         };
         if r.name.is_empty() {
             return Err(BadField {
                 field: "name",
-                why: "empty".into(),
+                problem: Problem::Empty,
             });
         }
         Ok(AgentRecord {

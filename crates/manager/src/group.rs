@@ -1,133 +1,28 @@
-//! What CommLib asks for (`InitGroup`) and the local contexts a placed tree
-//! becomes: one per switch for the resync profile, 2K+1 per switch for
-//! the per-pattern profile. [MGR-040]
+//! The local contexts a placed tree becomes: one per switch for the
+//! resync profile, 2K+1 per switch for the per-pattern profile. [MGR-040]
 
 use std::net::Ipv4Addr;
 
-use epic_proto::engine::{
-    ContextConfig, ContextFootprint, EndpointConfig, Mode, PatternBinding, Peer, PsnAlignment,
-};
+use epic_control::request::{lane_qpn, lanes};
+use epic_proto::engine::{ContextConfig, ContextFootprint, EndpointConfig, Mode, Peer};
 use epic_proto::wire::{GroupId, Qpn};
 use serde::{Deserialize, Serialize};
 
 use crate::topology::{HostId, SwitchId, Topology};
 use crate::tree::PlacedTree;
 
-/// One rank of a group: where its NIC is and the QP it opens toward its
-/// first-hop switch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Member {
-    /// The NIC's IPv4 address (a host of the topology).
-    pub ip: Ipv4Addr,
-    /// The rank's QP number (lane 0 of a per-pattern group; lane l is
-    /// this + l·4096, as [`lane_qpn`] numbers it).
-    pub qpn: Qpn,
-}
+// Only for the flow simulator, which still names these here until it
+// leaves this crate (issue 21); everything else imports `epic_control`.
+#[doc(no_inline)]
+pub use epic_control::request::{GroupRequest, Member};
 
-/// Which way the spatial policy leans among Pareto-optimal trees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-pub enum Preference {
-    /// The shallowest tree (synchronization, small messages).
-    #[default]
-    Latency,
-    /// The widest tree (bandwidth and SRAM to spare, bulk data).
-    Throughput,
-}
-
-/// An `InitGroup` request. [MGR-040]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GroupRequest {
-    /// The caller's name for the group (a communicator id): `InitGroup`
-    /// with a name that is already granted returns that grant.
-    pub name: String,
-    /// Ranks in rank order.
-    pub members: Vec<Member>,
-    /// The mode asked for; `None` lets the manager pick (Mode III where
-    /// every switch of the tree runs it, else II, else I).
-    pub mode: Option<Mode>,
-    /// Path MTU: payload bytes per packet (256…4096).
-    pub mtu: u32,
-    /// W: messages each rank keeps in flight.
-    pub window: u32,
-    /// M: packets per message.
-    pub message_packets: u32,
-    /// Reserve per-child buffers for reproducible reductions.
-    pub reproducible: bool,
-    /// Install the 2K+1 per-pattern contexts instead of the resync one.
-    /// [CTL-050]
-    pub per_pattern: bool,
-    /// Bandwidth the group reserves on every tree edge under the spatial
-    /// policy, Gbit/s (0: none).
-    pub gbps: u32,
-    /// Share of the time the group holds its buffers, in thousandths
-    /// (1…1000): the temporal policy's weight. 1000 under the others.
-    pub duty_permille: u16,
-    /// Spatial policy: which end of the Pareto frontier.
-    pub preference: Preference,
-}
-
-impl GroupRequest {
-    /// A resync-profile request with the lab's defaults: MTU 1024, W 4,
-    /// M 1, full duty cycle.
-    pub fn new(name: impl Into<String>, members: Vec<Member>) -> GroupRequest {
-        GroupRequest {
-            name: name.into(),
-            members,
-            mode: None,
-            mtu: 1024,
-            window: 4,
-            message_packets: 1,
-            reproducible: false,
-            per_pattern: false,
-            gbps: 0,
-            duty_permille: 1000,
-            preference: Preference::Latency,
-        }
-    }
-
-    /// The members' hosts, in rank order; `None` names the first member
-    /// that is not a host of `topo`.
-    pub fn hosts(&self, topo: &Topology) -> Result<Vec<HostId>, Ipv4Addr> {
-        self.members
-            .iter()
-            .map(|m| topo.host_at(m.ip).ok_or(m.ip))
-            .collect()
-    }
-
-    /// N for `mode`: Mode I posts 2W message buffers per edge; Modes II
-    /// and III hold 2(M·W + 1) slots, rounded up to a power of two.
-    /// [M1-010] [M2-010] [M3-010]
-    pub fn slots(&self, mode: Mode) -> u32 {
-        match mode {
-            Mode::Terminated => self.window.saturating_mul(2),
-            _ => self
-                .message_packets
-                .saturating_mul(self.window)
-                .saturating_add(1)
-                .saturating_mul(2)
-                .checked_next_power_of_two()
-                .unwrap_or(u32::MAX),
-        }
-    }
-}
-
-/// The QP number of per-pattern lane `lane` of an endpoint whose lane-0
-/// QPN is `base`: base + lane·4096.
-pub fn lane_qpn(base: Qpn, lane: usize) -> Qpn {
-    let lane = u32::try_from(lane).unwrap_or(u32::MAX);
-    Qpn::try_new(base.value().saturating_add(lane.saturating_mul(4096))).unwrap_or_default()
-}
-
-/// The lanes a group installs: one for resync, 2K+1 bindings for
-/// per-pattern.
-pub fn lanes(ranks: u16, per_pattern: bool) -> Vec<PsnAlignment> {
-    if per_pattern {
-        PatternBinding::all(ranks)
-            .map(PsnAlignment::PerPattern)
-            .collect()
-    } else {
-        vec![PsnAlignment::Resync]
-    }
+/// The members' hosts of `req`, in rank order; `Err` names the first
+/// member that is not a host of `topo`.
+pub fn member_hosts(req: &GroupRequest, topo: &Topology) -> Result<Vec<HostId>, Ipv4Addr> {
+    req.members
+        .iter()
+        .map(|m| topo.host_at(m.ip).ok_or(m.ip))
+        .collect()
 }
 
 /// One switch's part of a granted group.

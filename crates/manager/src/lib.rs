@@ -4,16 +4,11 @@
 //! indirection layer ([`arena`]), and the group lifecycle that installs
 //! every switch of a tree or none ([`registry`]). [MGR-001]
 
-pub mod agent;
 pub mod arena;
-pub mod board;
-pub mod client;
-pub mod convert;
 pub mod error;
 pub mod fabric;
 pub mod flowsim;
 pub mod group;
-pub mod pb;
 pub mod policy;
 pub mod registry;
 pub mod resources;
@@ -22,10 +17,9 @@ pub mod store;
 pub mod topology;
 pub mod tree;
 
-pub use arena::{Arena, ArenaError, Region};
+pub use arena::{Arena, ArenaError};
 pub use error::{Fallback, ManagerError};
-pub use group::{GroupRequest, Member};
 pub use policy::Policy;
 pub use registry::{GroupState, InitOutcome, Registry};
-pub use topology::{Capabilities, HostId, LinkId, SwitchId, Topology};
+pub use topology::{HostId, LinkId, SwitchId, Topology};
 pub use tree::{Edge, PlacedTree};

@@ -10,11 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use epic_proto::wire::GroupId;
 use serde::{Deserialize, Serialize};
 
-use crate::group::GroupRequest;
 use crate::policy::Policy;
 use crate::resources::{Grant, Moved, Resources};
 use crate::topology::{SwitchId, Topology};
 use crate::{Fallback, ManagerError};
+use epic_control::request::GroupRequest;
 
 /// Where a group is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,12 +7,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use epic_control::request::{lanes, GroupRequest};
+use epic_control::Region;
 use epic_proto::engine::Mode;
 use epic_proto::wire::{GroupId, Qpn};
 use serde::{Deserialize, Serialize};
 
-use crate::arena::{Arena, Region};
-use crate::group::{contexts, endpoint_count, lanes, GroupRequest, QpnPlan, SwitchPart};
+use crate::arena::Arena;
+use crate::group::{contexts, endpoint_count, member_hosts, QpnPlan, SwitchPart};
 use crate::policy::{self, Policy};
 use crate::topology::{SwitchId, Topology};
 use crate::tree::{Edge, PlacedTree};
@@ -248,7 +250,7 @@ impl Resources {
         down: &BTreeSet<SwitchId>,
     ) -> Result<Result<(Grant, Vec<Moved>), Fallback>, ManagerError> {
         validate(req)?;
-        let hosts = req.hosts(topo).map_err(|ip| ManagerError::UnknownMember {
+        let hosts = member_hosts(req, topo).map_err(|ip| ManagerError::UnknownMember {
             rank: req.members.iter().position(|m| m.ip == ip).unwrap_or(0),
             ip,
         })?;
@@ -484,10 +486,7 @@ impl Resources {
         let mut edt = BTreeSet::new();
         for (id, g) in &self.grants {
             g.tree.check(topo).map_err(|e| format!("group {id}: {e}"))?;
-            let hosts = g
-                .request
-                .hosts(topo)
-                .map_err(|ip| format!("group {id}: {ip}"))?;
+            let hosts = member_hosts(&g.request, topo).map_err(|ip| format!("group {id}: {ip}"))?;
             if hosts != g.tree.members {
                 return Err(format!("group {id}: tree members are not the request's"));
             }

@@ -275,7 +275,8 @@ pub fn candidates(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{Capabilities, ClosSpec};
+    use crate::topology::ClosSpec;
+    use epic_control::caps::Capabilities;
 
     struct All;
     impl TreeFilter for All {

@@ -5,9 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use manager::group::{GroupRequest, Member};
+use epic_control::caps::Capabilities;
+use epic_control::request::{GroupRequest, Member};
 use manager::registry::{GroupState, InitOutcome, Registry};
-use manager::topology::{Capabilities, ClosSpec, Topology};
+use manager::topology::{ClosSpec, Topology};
 use manager::Policy;
 use proptest::prelude::*;
 

@@ -14,16 +14,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use epic_control::agent::{run_agent, AgentConfig};
+use epic_control::board::EngineBoard;
+use epic_control::caps::Capabilities;
+use epic_control::client::{ManagerClient, Verdict};
+use epic_control::pb;
+use epic_control::request::{GroupRequest, Member};
 use epic_proto::engine::EngineConfig;
 use epic_proto::wire::{GroupId, Qpn};
-use manager::agent::{run_agent, AgentConfig, Switchboard};
-use manager::board::EngineBoard;
-use manager::client::{ManagerClient, Verdict};
 use manager::fabric::registration_for;
-use manager::group::{GroupRequest, Member};
-use manager::pb;
 use manager::service::{bind, serve, Manager, ManagerOptions};
-use manager::topology::{Capabilities, ClosSpec, Topology};
+use manager::topology::{ClosSpec, Topology};
 use manager::{Policy, SwitchId};
 use tokio::sync::oneshot;
 
@@ -99,8 +100,7 @@ fn start_agents(topo: &Topology, addr: &str, refuse: Option<&str>) -> Vec<Agent>
                 retry: Duration::from_millis(50),
             };
             let (stop, rx) = oneshot::channel::<()>();
-            let b: Arc<dyn Switchboard> = board.clone();
-            tokio::spawn(run_agent(cfg, b, async {
+            tokio::spawn(run_agent(cfg, board.clone(), async {
                 let _ = rx.await;
             }));
             Agent {
@@ -236,7 +236,7 @@ async fn init_installs_everywhere_and_destroy_removes() {
 async fn calls_without_the_token_are_refused() {
     let topo = fabric();
     let run = start_manager(options(Policy::Spatial), "127.0.0.1:0".parse().unwrap()).await;
-    let ch = manager::client::connect(&run.addr.to_string())
+    let ch = epic_control::client::connect(&run.addr.to_string())
         .await
         .unwrap();
     let mut agent = pb::inc_agent_service_client::IncAgentServiceClient::new(ch.clone());

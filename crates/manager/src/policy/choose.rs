@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 
 use super::filter::PolicyFilter;
 use super::Policy;
-use crate::group::{GroupRequest, Preference};
 use crate::resources::{Resources, Weighed};
 use crate::topology::{HostId, SwitchId, Topology};
 use crate::tree::{candidates, Edge, TreeFilter};
 use crate::Fallback;
+use epic_control::request::{GroupRequest, Preference};
 
 /// Everything allowed: tells "no tree at all" from "none left".
 struct Open;

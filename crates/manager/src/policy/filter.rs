@@ -6,8 +6,10 @@ use std::collections::BTreeSet;
 use epic_proto::wire::GroupId;
 
 use super::Policy;
-use crate::arena::{ArenaError, Region};
-use crate::group::GroupRequest;
+use epic_control::request::GroupRequest;
+use epic_control::Region;
+
+use crate::arena::ArenaError;
 use crate::resources::{edge_gbps, Block, Moved, Resources};
 use crate::topology::{LinkId, SwitchId, Topology};
 use crate::tree::{Edge, TreeFilter};

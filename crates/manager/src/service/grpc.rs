@@ -4,17 +4,17 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use epic_control::convert::request_from_pb;
+use epic_control::pb;
+use epic_control::pb::admin_service_server::{AdminService, AdminServiceServer};
+use epic_control::pb::comm_lib_service_server::{CommLibService, CommLibServiceServer};
+use epic_control::pb::inc_agent_service_server::{IncAgentService, IncAgentServiceServer};
 use epic_proto::engine::Peer;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status};
 
 use super::state::{InitReply, Manager};
-use crate::convert::request_from_pb;
-use crate::pb;
-use crate::pb::admin_service_server::{AdminService, AdminServiceServer};
-use crate::pb::comm_lib_service_server::{CommLibService, CommLibServiceServer};
-use crate::pb::inc_agent_service_server::{IncAgentService, IncAgentServiceServer};
 use crate::registry::GroupState;
 use crate::resources::Grant;
 use crate::ManagerError;

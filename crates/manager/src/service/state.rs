@@ -8,13 +8,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use epic_control::convert::context_to_pb;
+use epic_control::pb;
+use epic_control::request::GroupRequest;
 use epic_proto::wire::GroupId;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::convert::context_to_pb;
 use crate::fabric::{merge, AgentRecord, StoredTopology};
-use crate::group::GroupRequest;
-use crate::pb;
 use crate::policy::Policy;
 use crate::registry::{GroupState, InitOutcome, Registry};
 use crate::resources::{Grant, Moved};

@@ -8,7 +8,9 @@ use std::net::Ipv4Addr;
 
 use epic_proto::wire::EthernetAddress;
 
-use super::model::{Capabilities, Host, Link, LinkEnd, Switch, SwitchId, Topology, TopologyError};
+use epic_control::caps::Capabilities;
+
+use super::model::{Host, Link, LinkEnd, Switch, SwitchId, Topology, TopologyError};
 
 /// The shape of a Clos fabric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

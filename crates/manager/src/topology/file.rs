@@ -38,7 +38,9 @@ use std::net::Ipv4Addr;
 use serde::Deserialize;
 
 use super::clos::ClosSpec;
-use super::model::{Capabilities, Host, Link, LinkEnd, Switch, SwitchId, Topology, TopologyError};
+use epic_control::caps::Capabilities;
+
+use super::model::{Host, Link, LinkEnd, Switch, SwitchId, Topology, TopologyError};
 
 /// A topology file the manager refuses.
 #[derive(Debug, thiserror::Error)]

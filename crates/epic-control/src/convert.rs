@@ -1,32 +1,65 @@
-//! Between the wire contract ([`crate::pb`]) and the manager's and the
-//! engine's types. Every conversion from the wire is checked: a bad value
-//! is a typed error naming the field, never a panic. [MGR-060]
+//! Between the wire contract ([`crate::pb`]) and the control plane's and
+//! the engine's types. Every conversion from the wire is checked: a bad
+//! value is a typed error naming the field, never a panic. [MGR-060]
 
 use std::net::Ipv4Addr;
 
 use epic_proto::engine::{ContextConfig, EndpointConfig, Mode, PatternBinding, Peer, PsnAlignment};
 use epic_proto::wire::{EthernetAddress, GroupId, Qpn};
 
-use crate::arena::Region;
-use crate::group::{GroupRequest, Member, Preference};
+use crate::caps::{Bits, Capabilities};
+use crate::command::Region;
 use crate::pb;
-use crate::topology::{Bits, Capabilities};
+use crate::request::{GroupRequest, Member, Preference};
 
 /// A field of a message that does not hold a valid value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("field {field}: {why}")]
+#[error("field {field}: {problem}")]
 pub struct BadField {
     /// The field.
     pub field: &'static str,
-    /// What is wrong.
-    pub why: String,
+    /// What is wrong with its value.
+    pub problem: Problem,
 }
 
-fn bad(field: &'static str, why: impl Into<String>) -> BadField {
-    BadField {
-        field,
-        why: why.into(),
-    }
+/// What is wrong with a field's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    /// A required field is absent.
+    #[error("missing")]
+    Missing,
+    /// A required string is empty.
+    #[error("empty")]
+    Empty,
+    /// No mode has this number.
+    #[error("mode {0}: expected 1, 2 or 3")]
+    Mode(u32),
+    /// A MAC address of this many bytes.
+    #[error("{0} bytes, a MAC address has 6")]
+    MacLength(usize),
+    /// A QP number wider than 24 bits.
+    #[error("QPN {0} is wider than 24 bits")]
+    QpnWidth(u32),
+    /// A 16-bit value above 65535.
+    #[error("{0} is above 65535")]
+    AboveU16(u32),
+    /// A port number above 65535.
+    #[error("port {0} is above 65535")]
+    Port(u32),
+    /// A duty cycle above 1000 thousandths.
+    #[error("{0} is above 1000")]
+    Duty(u32),
+    /// An enumeration value the contract does not define.
+    #[error("{0}")]
+    Unknown(i32),
+    /// A pattern binding kind the contract does not define.
+    #[error("kind {0}")]
+    PatternKind(i32),
+}
+
+fn bad(field: &'static str, problem: Problem) -> BadField {
+    BadField { field, problem }
 }
 
 /// A mode from its number.
@@ -35,7 +68,7 @@ pub fn mode_of(field: &'static str, n: u32) -> Result<Mode, BadField> {
         1 => Ok(Mode::Terminated),
         2 => Ok(Mode::Translated),
         3 => Ok(Mode::Augmented),
-        _ => Err(bad(field, format!("mode {n}: expected 1, 2 or 3"))),
+        _ => Err(bad(field, Problem::Mode(n))),
     }
 }
 
@@ -43,15 +76,15 @@ pub fn mode_of(field: &'static str, n: u32) -> Result<Mode, BadField> {
 pub fn mac_of(field: &'static str, b: &[u8]) -> Result<EthernetAddress, BadField> {
     <[u8; 6]>::try_from(b)
         .map(EthernetAddress)
-        .map_err(|_| bad(field, format!("{} bytes, a MAC address has 6", b.len())))
+        .map_err(|_| bad(field, Problem::MacLength(b.len())))
 }
 
 fn qpn_of(field: &'static str, n: u32) -> Result<Qpn, BadField> {
-    Qpn::try_new(n).map_err(|_| bad(field, format!("QPN {n} is wider than 24 bits")))
+    Qpn::try_new(n).map_err(|_| bad(field, Problem::QpnWidth(n)))
 }
 
 fn u16_of(field: &'static str, n: u32) -> Result<u16, BadField> {
-    u16::try_from(n).map_err(|_| bad(field, format!("{n} is above 65535")))
+    u16::try_from(n).map_err(|_| bad(field, Problem::AboveU16(n)))
 }
 
 fn bits(v: &[u32]) -> Bits {
@@ -184,7 +217,7 @@ pub fn context_from_pb(c: &pb::Context) -> Result<ContextConfig, BadField> {
                 Ok(pb::pattern_binding::Kind::AllReduce) => PatternBinding::AllReduce,
                 Ok(pb::pattern_binding::Kind::Reduce) => PatternBinding::Reduce { root },
                 Ok(pb::pattern_binding::Kind::Broadcast) => PatternBinding::Broadcast { root },
-                _ => return Err(bad("per_pattern.kind", format!("kind {}", b.kind))),
+                _ => return Err(bad("per_pattern.kind", Problem::PatternKind(b.kind))),
             })
         }
     };
@@ -210,7 +243,7 @@ pub fn context_from_pb(c: &pb::Context) -> Result<ContextConfig, BadField> {
 /// An `InitGroup` request from the wire.
 pub fn request_from_pb(r: &pb::InitGroupRequest) -> Result<GroupRequest, BadField> {
     if r.name.is_empty() {
-        return Err(bad("name", "empty"));
+        return Err(bad("name", Problem::Empty));
     }
     let members = r
         .members
@@ -228,12 +261,12 @@ pub fn request_from_pb(r: &pb::InitGroupRequest) -> Result<GroupRequest, BadFiel
     };
     let duty = match r.duty_permille {
         0 => 1000,
-        n => u16::try_from(n).map_err(|_| bad("duty_permille", format!("{n} is above 1000")))?,
+        n => u16::try_from(n).map_err(|_| bad("duty_permille", Problem::Duty(n)))?,
     };
     let preference = match pb::Preference::try_from(r.preference) {
         Ok(pb::Preference::Latency) => Preference::Latency,
         Ok(pb::Preference::Throughput) => Preference::Throughput,
-        Err(_) => return Err(bad("preference", format!("{}", r.preference))),
+        Err(_) => return Err(bad("preference", Problem::Unknown(r.preference))),
     };
     Ok(GroupRequest {
         name: r.name.clone(),
@@ -274,72 +307,5 @@ pub fn request_to_pb(r: &GroupRequest) -> pb::InitGroupRequest {
             Preference::Latency => pb::Preference::Latency.into(),
             Preference::Throughput => pb::Preference::Throughput.into(),
         },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::group::lanes;
-
-    /// [MGR-060] Contexts and requests survive the wire unchanged; bad
-    /// fields are named.
-    #[test]
-    fn round_trips() {
-        for alignment in lanes(3, true) {
-            let c = ContextConfig {
-                group: GroupId(9),
-                mode: Mode::Augmented,
-                ranks: 3,
-                endpoints: vec![EndpointConfig {
-                    port: 2,
-                    local_qpn: Qpn::try_new(0x1001).unwrap(),
-                    remote_qpn: Qpn::try_new(0x101).unwrap(),
-                    remote_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
-                    remote_ip: Ipv4Addr::new(10, 0, 0, 1),
-                    peer: Peer::Rank(1),
-                }],
-                parent: Some(0),
-                route: vec![0, 0, 0],
-                slots: 16,
-                message_packets: 2,
-                max_payload: 1024,
-                reproducible: true,
-                alignment,
-            };
-            assert_eq!(context_from_pb(&context_to_pb(&c)).unwrap(), c);
-        }
-        let mut r = GroupRequest::new(
-            "job-1",
-            vec![Member {
-                ip: Ipv4Addr::new(10, 0, 0, 3),
-                qpn: Qpn::try_new(0x103).unwrap(),
-            }],
-        );
-        r.mode = Some(Mode::Translated);
-        r.preference = Preference::Throughput;
-        r.duty_permille = 250;
-        assert_eq!(request_from_pb(&request_to_pb(&r)).unwrap(), r);
-        let mut p = context_to_pb(&ContextConfig {
-            group: GroupId(1),
-            mode: Mode::Translated,
-            ranks: 2,
-            endpoints: Vec::new(),
-            parent: None,
-            route: Vec::new(),
-            slots: 4,
-            message_packets: 1,
-            max_payload: 256,
-            reproducible: false,
-            alignment: PsnAlignment::Resync,
-        });
-        p.mode = 7;
-        assert_eq!(context_from_pb(&p).unwrap_err().field, "mode");
-        p.mode = 2;
-        p.route = vec![70000];
-        assert_eq!(context_from_pb(&p).unwrap_err().field, "route");
-        let mut q = request_to_pb(&r);
-        q.members[0].qpn = 1 << 24;
-        assert_eq!(request_from_pb(&q).unwrap_err().field, "members.qpn");
     }
 }

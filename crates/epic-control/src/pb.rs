@@ -1,4 +1,5 @@
-//! The generated gRPC contract (`proto/epic/manager/v1/manager.proto`).
+//! The generated gRPC contract
+//! (`crates/epic-control/proto/epic/manager/v1/manager.proto`).
 //! [MGR-060]
 #![allow(
     missing_docs,

@@ -5,100 +5,27 @@
 //! which groups it still holds. [MGR-071]
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use epic_proto::engine::ContextConfig;
 use epic_proto::wire::GroupId;
 use tokio_stream::StreamExt;
 
-use crate::arena::Region;
 use crate::client::{connect, ClientError, Token};
-use crate::convert::{context_from_pb, BadField};
+use crate::command::Command;
 use crate::pb;
 use crate::pb::inc_agent_service_client::IncAgentServiceClient;
 
-/// A boxed future, for the object-safe [`Switchboard`].
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// What the manager asks of a switch.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Command {
-    /// Install a group's contexts, their transient state in `region`.
-    Install {
-        /// The group.
-        group: GroupId,
-        /// One context per lane.
-        contexts: Vec<ContextConfig>,
-        /// Its block of the arena.
-        region: Region,
-        /// Shared with other groups (temporal multiplexing).
-        shared: bool,
-    },
-    /// Remove a group's contexts (nothing to do if it has none).
-    Remove(GroupId),
-    /// Point the groups' contexts at another block; no lookup entry
-    /// changes.
-    Relocate {
-        /// The groups.
-        groups: Vec<GroupId>,
-        /// Where the block was.
-        from: Region,
-        /// Where it is.
-        to: Region,
-    },
-}
-
-/// Where a group's contexts go in the switch's arena: its block, the
-/// group as the tenant of every lane, and whether tenants share the
-/// block. [TMX-001]
-pub fn placement(group: GroupId, region: Region, shared: bool) -> epic_proto::engine::Placement {
-    epic_proto::engine::Placement {
-        offset: region.offset,
-        len: region.len,
-        tenant: group,
-        shared,
-    }
-}
-
-impl Command {
-    /// From the wire.
-    pub fn from_pb(c: &pb::agent_command::Command) -> Result<Command, BadField> {
-        use pb::agent_command::Command as C;
-        let region = |r: &Option<pb::Region>, field| {
-            r.as_ref().map(Region::from).ok_or(BadField {
-                field,
-                why: "missing".into(),
-            })
-        };
-        Ok(match c {
-            C::Install(i) => Command::Install {
-                group: GroupId(i.group),
-                contexts: i
-                    .contexts
-                    .iter()
-                    .map(context_from_pb)
-                    .collect::<Result<_, _>>()?,
-                region: region(&i.region, "install.region")?,
-                shared: i.shared,
-            },
-            C::Remove(r) => Command::Remove(GroupId(r.group)),
-            C::Relocate(r) => Command::Relocate {
-                groups: r.groups.iter().map(|g| GroupId(*g)).collect(),
-                from: region(&r.from, "relocate.from")?,
-                to: region(&r.to, "relocate.to")?,
-            },
-        })
-    }
-}
-
-/// The switch side of an agent: applies commands to the engine.
+/// The switch side of an agent: applies commands to the engine. A
+/// [`LaneBoard`](crate::ledger::LaneBoard) over any
+/// [`LaneEngine`](crate::ledger::LaneEngine) is one.
 pub trait Switchboard: Send + Sync + 'static {
-    /// Applies one command; `Err` explains a refusal.
-    fn apply(&self, cmd: Command) -> BoxFuture<'_, Result<(), String>>;
+    /// Why a command was refused (reported to the manager as its text).
+    type Error: std::error::Error + Send + Sync + 'static;
+    /// Applies one command.
+    fn apply(&self, cmd: Command) -> impl Future<Output = Result<(), Self::Error>> + Send;
     /// The groups whose contexts the switch holds.
-    fn installed(&self) -> BoxFuture<'_, Vec<GroupId>>;
+    fn installed(&self) -> impl Future<Output = Vec<GroupId>> + Send;
 }
 
 /// How an agent reaches its manager.
@@ -131,9 +58,9 @@ pub enum SessionEnd {
 
 /// Runs the agent until `shutdown` resolves, registering again after
 /// every break.
-pub async fn run_agent(
+pub async fn run_agent<B: Switchboard>(
     cfg: AgentConfig,
-    board: Arc<dyn Switchboard>,
+    board: Arc<B>,
     shutdown: impl Future<Output = ()> + Send,
 ) {
     tokio::pin!(shutdown);
@@ -153,8 +80,11 @@ pub async fn run_agent(
     }
 }
 
+/// What an agent reports for a command without one.
+const EMPTY_COMMAND: &str = "empty command";
+
 /// One session: register, then heartbeats beside the command loop.
-async fn session(cfg: &AgentConfig, board: &dyn Switchboard) -> Result<(), SessionEnd> {
+async fn session<B: Switchboard>(cfg: &AgentConfig, board: &B) -> Result<(), SessionEnd> {
     let ch = connect(&cfg.manager).await?;
     let mut client = IncAgentServiceClient::with_interceptor(ch, Token::new(&cfg.token)?);
     let mut reg = cfg.registration.clone();
@@ -194,10 +124,12 @@ async fn session(cfg: &AgentConfig, board: &dyn Switchboard) -> Result<(), Sessi
                     Some(Err(s)) => return Err(ClientError::from(s).into()),
                     None => return Err(SessionEnd::StreamEnded),
                 };
+                // The report carries the refusal's text: the wire's
+                // contract for every switch, whatever its engine.
                 let outcome = match cmd.command.as_ref().map(Command::from_pb) {
-                    Some(Ok(c)) => board.apply(c).await,
+                    Some(Ok(c)) => board.apply(c).await.map_err(|e| e.to_string()),
                     Some(Err(e)) => Err(e.to_string()),
-                    None => Err("empty command".to_string()),
+                    None => Err(EMPTY_COMMAND.to_string()),
                 };
                 let report = pb::CommandReport {
                     session,

@@ -8,10 +8,10 @@ use tonic::{Request, Status};
 pub use tonic::Code;
 
 use crate::convert::request_to_pb;
-use crate::group::GroupRequest;
 use crate::pb;
 use crate::pb::admin_service_client::AdminServiceClient;
 use crate::pb::comm_lib_service_client::CommLibServiceClient;
+use crate::request::GroupRequest;
 
 /// Why a call to the manager failed.
 #[derive(Debug, thiserror::Error)]
