@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use epic_control::client::{ClientError, Code, ManagerClient, Verdict};
-use epic_control::convert::mode_of;
+use epic_control::convert::{mode_of, BadField};
 use epic_control::pb;
 use epic_control::request::GroupRequest;
 use epic_proto::wire::{GroupId, Qpn};
@@ -23,13 +23,34 @@ pub enum InitGroupError {
     #[error("the group was still being installed after {0:?}")]
     Busy(Duration),
     /// The answer lacks this rank or holds a value it cannot use.
-    #[error("the manager's grant is unusable for rank {rank}: {why}")]
+    #[error("the manager's grant is unusable for rank {rank}: {problem}")]
     BadGrant {
         /// The rank.
         rank: usize,
         /// What is wrong.
-        why: String,
+        problem: GrantProblem,
     },
+}
+
+/// What makes a grant unusable for a rank.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GrantProblem {
+    /// The grant names no first hop for the rank.
+    #[error("no first hop for this rank")]
+    NoFirstHop,
+    /// The rank is not a member of the request.
+    #[error("not a member of the request")]
+    NotAMember,
+    /// A field of the grant holds no valid value.
+    #[error(transparent)]
+    Field(#[from] BadField),
+    /// The switch's QP number is wider than 24 bits.
+    #[error("switch QPN")]
+    SwitchQpn,
+    /// The start PSN is wider than 24 bits.
+    #[error("start PSN")]
+    StartPsn,
 }
 
 /// What the manager decided for one rank.
@@ -73,23 +94,23 @@ pub async fn init_group(
 
 /// Rank `rank`'s [`IncSetup`] from a grant of `req`.
 pub fn setup(g: &pb::Granted, req: &GroupRequest, rank: usize) -> Result<IncSetup, InitGroupError> {
-    let bad = |why: String| InitGroupError::BadGrant { rank, why };
+    let bad = |problem: GrantProblem| InitGroupError::BadGrant { rank, problem };
     let me = g
         .ranks
         .iter()
         .find(|r| r.rank as usize == rank)
-        .ok_or_else(|| bad("no first hop for this rank".into()))?;
+        .ok_or_else(|| bad(GrantProblem::NoFirstHop))?;
     let member = req
         .members
         .get(rank)
-        .ok_or_else(|| bad("not a member of the request".into()))?;
+        .ok_or_else(|| bad(GrantProblem::NotAMember))?;
     Ok(IncSetup {
-        mode: mode_of("mode", g.mode).map_err(|e| bad(e.to_string()))?,
+        mode: mode_of("mode", g.mode).map_err(|e| bad(e.into()))?,
         switch_ip: std::net::Ipv4Addr::from(me.switch_ip),
         qpn: member.qpn,
-        switch_qpn: Qpn::try_new(me.switch_qpn).map_err(|_| bad("switch QPN".into()))?,
+        switch_qpn: Qpn::try_new(me.switch_qpn).map_err(|_| bad(GrantProblem::SwitchQpn))?,
         group: GroupId(g.group),
-        start_psn: Psn::try_new(g.start_psn).map_err(|_| bad("start PSN".into()))?,
+        start_psn: Psn::try_new(g.start_psn).map_err(|_| bad(GrantProblem::StartPsn))?,
         message_packets: g.message_packets,
         window: g.window,
         reproducible: req.reproducible,

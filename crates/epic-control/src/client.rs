@@ -17,11 +17,23 @@ use crate::request::GroupRequest;
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The address is not a valid endpoint.
-    #[error("manager address {0:?}: {1}")]
-    Address(String, String),
+    #[error("manager address {addr:?}: {source}")]
+    Address {
+        /// The address as given.
+        addr: String,
+        /// Why it is not an endpoint.
+        #[source]
+        source: tonic::transport::Error,
+    },
     /// No connection.
-    #[error("cannot reach the manager at {0}: {1}")]
-    Connect(String, String),
+    #[error("cannot reach the manager at {addr}: {source}")]
+    Connect {
+        /// The address dialled.
+        addr: String,
+        /// Why the connection failed.
+        #[source]
+        source: tonic::transport::Error,
+    },
     /// The manager answered with an error status.
     #[error("manager: {}: {}", .0.code(), .0.message())]
     Status(#[from] Status),
@@ -81,18 +93,23 @@ pub async fn connect(addr: &str) -> Result<Channel, ClientError> {
                 }
             }))
             .await
-            .map_err(|e| ClientError::Connect(addr.to_string(), e.to_string()));
+            .map_err(|source| ClientError::Connect {
+                addr: addr.to_string(),
+                source,
+            });
     }
     let url = if addr.contains("://") {
         addr.to_string()
     } else {
         format!("http://{addr}")
     };
-    let ep = Endpoint::from_shared(url.clone())
-        .map_err(|e| ClientError::Address(addr.into(), e.to_string()))?;
+    let ep = Endpoint::from_shared(url.clone()).map_err(|source| ClientError::Address {
+        addr: addr.into(),
+        source,
+    })?;
     ep.connect()
         .await
-        .map_err(|e| ClientError::Connect(url, e.to_string()))
+        .map_err(|source| ClientError::Connect { addr: url, source })
 }
 
 /// What `InitGroup` answered.
