@@ -24,7 +24,7 @@ use crate::args::{
     parse_gbps, parse_latency_us, parse_probability, parse_size, parse_topology, CollectiveArg,
     DtypeArg, Format, LossDir, ModeArg, MtuArg, OpArg, QpsArg,
 };
-use epic_lab::case::{Case, Mismatch};
+use epic_proto::host::reference::{Case, Mismatch};
 use report::{Row, RunStats, Setup};
 
 /// `epic sim`'s subcommands; without one it runs the packet simulator.

@@ -6,11 +6,11 @@
 //!
 //! - [`LabConfig`]: what to run; [`run`]: the sweep, reporting
 //!   [`Event`]s; [`Row`]: one measured (mode, collective, size).
-//! - [`case`]: the inputs of a call and its reference.
+//! - The inputs of a call and its reference are
+//!   [`epic_proto::host::reference`].
 //! - [`link`]: the raw frame bound of one veth hop with the switch's I/O
 //!   backend (`epic bench link`), to read lab results against. [LAB-005]
 
-pub mod case;
 mod cluster;
 mod config;
 mod control;

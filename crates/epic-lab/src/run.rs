@@ -8,7 +8,7 @@ use epic_proto::wire::{Collective, DataType, ReduceOp};
 use half::{bf16, f16};
 use netsim::inc::IncTree;
 
-use crate::case::Case;
+use epic_proto::host::reference::Case;
 use crate::cluster::LabCluster;
 use crate::config::{LabConfig, LabMode};
 use crate::netns::{run_baseline, NetnsFaults, NetnsLab};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use epic_proto::wire::Collective;
 
-use crate::case::Case;
+use epic_proto::host::reference::Case;
 use crate::cluster::LabCluster;
 use crate::config::{LabConfig, LabMode};
 use crate::run::iteration;
