@@ -9,8 +9,9 @@ use epic_proto::engine::{EngineConfig, Mode};
 use epic_proto::roce::Mtu;
 use epic_proto::time::Duration;
 use epic_proto::Psn;
+use epic_topology::IncTree;
 use incengine::{ContextSpec, SwitchSpec};
-use netsim::inc::{Cluster, ClusterConfig, IncTree};
+use netsim::inc::{Cluster, ClusterConfig};
 use netsim::LinkConfig;
 
 use crate::boundary::Boundary;

@@ -3,7 +3,7 @@
 use epic_proto::engine::Mode;
 use epic_proto::roce::Mtu;
 use epic_proto::wire::{Collective, DataType, ReduceOp};
-use netsim::inc::TreeSpec;
+use epic_topology::TreeSpec;
 
 /// `--mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use epic_io::LinkFaults;
 use epic_lab::{Baseline, Event, LabConfig, LabMode, NetnsOptions};
 use epic_proto::engine::Mode;
+use epic_topology::TreeSpec;
 use indicatif::{ProgressBar, ProgressStyle};
-use netsim::inc::TreeSpec;
 
 use crate::args::{
     parse_probability, parse_size, parse_topology, CollectiveArg, DtypeArg, Format, OpArg,

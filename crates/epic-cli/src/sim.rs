@@ -17,7 +17,8 @@ use std::time::Instant as WallClock;
 use epic_proto::engine::Mode;
 use epic_proto::time::Duration;
 use epic_proto::wire::Collective;
-use netsim::inc::{Cluster, ClusterConfig, ClusterError, IncNode, TreeSpec};
+use epic_topology::TreeSpec;
+use netsim::inc::{Cluster, ClusterConfig, ClusterError, IncNode};
 use netsim::{Direction, LinkConfig};
 
 use crate::args::{

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use commlib::{GroupVerdict, IncSetup};
 use epic_proto::engine::Mode;
+use epic_topology::{host_qpn, IncTree, PortPeer};
 use incengine::agent::HandleBoard;
 use incengine::SwitchHandle;
 use manager::agent::{run_agent, AgentConfig, Switchboard};
@@ -19,7 +20,6 @@ use manager::fabric::registration_for;
 use manager::group::{GroupRequest, Member};
 use manager::service::{bind, serve, Manager, ManagerOptions};
 use manager::topology::{Capabilities, Host, Link, LinkEnd, Switch, SwitchId, Topology};
-use netsim::inc::{host_qpn, IncTree, PortPeer};
 use tokio::task::JoinHandle;
 
 use crate::config::LabConfig;
