@@ -11,7 +11,6 @@ pub mod client;
 pub mod convert;
 pub mod error;
 pub mod fabric;
-pub mod flowsim;
 pub mod group;
 pub mod pb;
 pub mod policy;

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use epic_proto::wire::Qpn;
-use manager::flowsim::{
+use flowsim::{
     max_min_rates, run_phase, sweep, Flow, FlowError, FlowPolicy, GroupKind, Job, JobSpec, Network,
     Routing, Sweep, SweepConfig,
 };
