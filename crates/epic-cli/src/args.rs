@@ -166,15 +166,6 @@ pub(crate) enum QpsArg {
     PerPattern,
 }
 
-impl QpsArg {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            QpsArg::Resync => "resync",
-            QpsArg::PerPattern => "per-pattern",
-        }
-    }
-}
-
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {
