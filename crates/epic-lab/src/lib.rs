@@ -8,13 +8,13 @@
 //!   [`Event`]s; [`Row`]: one measured (mode, collective, size).
 //! - The inputs of a call and its reference are
 //!   [`epic_proto::host::reference`].
-//! - [`link`]: the raw frame bound of one veth hop with the switch's I/O
+//! - [`bench_link`]: the raw frame bound of one veth hop with the switch's I/O
 //!   backend (`epic bench link`), to read lab results against. [LAB-005]
 
+pub mod bench_link;
 mod cluster;
 mod config;
 mod control;
-pub mod link;
 mod netns;
 mod report;
 mod run;
