@@ -15,8 +15,9 @@ use epic_topology::TreeSpec;
 use netsim::experiment::{Experiment, ExperimentConfig, ExperimentError, LossDirection, Setup};
 
 use crate::args::{
-    parse_gbps, parse_latency_us, parse_probability, parse_size, parse_topology, CollectiveArg,
-    DtypeArg, Format, LossDir, ModeArg, MtuArg, OpArg, QpsArg,
+    collectives, inc_modes, parse_gbps, parse_latency_us, parse_probability, parse_size,
+    parse_topology, CollectiveArg, DtypeArg, Format, HostModeRefused, LossDir, ModeArg, MtuArg,
+    OpArg, QpsArg,
 };
 
 /// `epic sim`'s subcommands; without one it runs the packet simulator.
@@ -34,12 +35,14 @@ enum SimCommand {
 pub(crate) struct SimArgs {
     #[command(subcommand)]
     command: Option<SimCommand>,
-    /// Switch mode: 1 (terminated), 2 (translated), 3 (augmented) or all.
-    #[arg(long, value_enum, default_value = "all")]
-    mode: ModeArg,
-    /// The collective, or all six.
-    #[arg(long, value_enum, default_value = "all_reduce")]
-    collective: CollectiveArg,
+    /// Switch mode: 1 (terminated), 2 (translated), 3 (augmented) or all;
+    /// several comma-separated (`2,3`). The simulator has no host
+    /// fallback.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    mode: Vec<ModeArg>,
+    /// The collective, several comma-separated, or all six.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all_reduce")]
+    collective: Vec<CollectiveArg>,
     /// IncTree Tree-H-D (tree-2-8: one switch, 8 ranks; the paper's star).
     #[arg(long, default_value = "tree-2-8", value_parser = parse_topology)]
     topology: TreeSpec,
@@ -133,6 +136,8 @@ pub(crate) struct SimArgs {
 /// Why `epic sim` stopped.
 #[derive(Debug, thiserror::Error)]
 enum SimError {
+    #[error(transparent)]
+    HostMode(#[from] HostModeRefused),
     #[error("{}", message(.0))]
     Experiment(#[from] ExperimentError),
     #[error("writing output: {0}")]
@@ -175,6 +180,7 @@ impl SimError {
     /// 2 for bad input, 1 for a failed or wrong run.
     fn exit_code(&self) -> u8 {
         match self {
+            SimError::HostMode(_) => 2,
             SimError::Experiment(e) if e.is_bad_config() => 2,
             _ => 1,
         }
@@ -199,10 +205,10 @@ pub(crate) fn run(args: &SimArgs) -> ExitCode {
 }
 
 /// The experiment the arguments describe.
-fn config(args: &SimArgs) -> ExperimentConfig {
-    ExperimentConfig {
-        modes: args.mode.modes().to_vec(),
-        collectives: args.collective.collectives().to_vec(),
+fn config(args: &SimArgs) -> Result<ExperimentConfig, HostModeRefused> {
+    Ok(ExperimentConfig {
+        modes: inc_modes(&args.mode, "the packet simulator")?,
+        collectives: collectives(&args.collective),
         topology: args.topology,
         link_gbps: args.link_gbps,
         latency_us: args.latency_us,
@@ -231,7 +237,7 @@ fn config(args: &SimArgs) -> ExperimentConfig {
         switch_timeout_us: args.switch_timeout_us,
         per_pattern: args.qps == QpsArg::PerPattern,
         time_limit_ms: args.time_limit_ms,
-    }
+    })
 }
 
 /// The table's first line: the setup in words.
@@ -279,7 +285,7 @@ fn describe(cfg: &ExperimentConfig, setup: &Setup) -> String {
 }
 
 fn simulate(args: &SimArgs) -> Result<(), SimError> {
-    let experiment = Experiment::new(config(args))?;
+    let experiment = Experiment::new(config(args)?)?;
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if args.format == Format::Table {
