@@ -47,7 +47,12 @@ fn rows_in_order_every_one_verified() {
     let got: Vec<(&str, u8)> = rows.iter().map(|r| (r.collective, r.mode)).collect();
     assert_eq!(
         got,
-        [("all_reduce", 2), ("all_reduce", 3), ("barrier", 2), ("barrier", 3)]
+        [
+            ("all_reduce", 2),
+            ("all_reduce", 3),
+            ("barrier", 2),
+            ("barrier", 3)
+        ]
     );
     assert!(rows.iter().all(|r| r.verified && r.time_ns > 0.0));
     assert!(rows[0].gbps.is_some() && rows[2].ops_per_s.is_some());
@@ -62,7 +67,11 @@ fn bad_configurations_are_refused_up_front() {
     let mut lossy = config();
     lossy.loss = 0.1;
     lossy.lossy_links = Some(3);
-    for (cfg, want) in [(bad_root, "root 2"), (misaligned, "size 6"), (lossy, "lossy links 3")] {
+    for (cfg, want) in [
+        (bad_root, "root 2"),
+        (misaligned, "size 6"),
+        (lossy, "lossy links 3"),
+    ] {
         match Experiment::new(cfg) {
             Err(e) => {
                 assert!(e.is_bad_config(), "{e}");
