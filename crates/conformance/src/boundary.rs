@@ -98,7 +98,7 @@ impl Boundary {
             frame: frame.to_vec(),
             origin,
         });
-        self.dut.handle_frame(now, port, frame);
+        self.dut.handle_frame(now, PortId(port), frame);
         self.note_failure();
     }
 
@@ -193,7 +193,7 @@ impl Node for Boundary {
                 dst.copy_from_slice(&f);
                 return Some((PortId(port), f.len()));
             }
-            let (port, n) = self.dut.poll_transmit(now, &mut self.scratch)?;
+            let (PortId(port), n) = self.dut.poll_transmit(now, &mut self.scratch)?;
             self.note_failure();
             let frame = self.scratch.get(..n)?.to_vec();
             self.trace.borrow_mut().events.push(Event {

@@ -13,7 +13,7 @@ use std::path::Path;
 use epic_proto::engine::Mode;
 use epic_proto::roce::Mtu;
 use epic_proto::wire::{Collective, DataType, ReduceOp};
-use netsim::inc::{IncTree, TreeSpec};
+use epic_topology::{IncTree, TreeSpec};
 use serde::{Deserialize, Serialize};
 
 /// One conformance case. [CONF-001]
@@ -566,7 +566,7 @@ impl Case {
         let spec: TreeSpec = self
             .topology
             .parse()
-            .map_err(|e: netsim::inc::BadTopology| self.invalid(e.to_string()))?;
+            .map_err(|e: epic_topology::BadTopology| self.invalid(e.to_string()))?;
         IncTree::new(spec).map_err(|e| self.invalid(e.to_string()))
     }
 

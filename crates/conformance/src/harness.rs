@@ -9,8 +9,9 @@ use epic_proto::engine::{EngineConfig, Mode};
 use epic_proto::roce::Mtu;
 use epic_proto::time::Duration;
 use epic_proto::Psn;
+use epic_topology::IncTree;
 use incengine::{ContextSpec, SwitchSpec};
-use netsim::inc::{Cluster, ClusterConfig, IncTree};
+use netsim::inc::{Cluster, ClusterConfig};
 use netsim::LinkConfig;
 
 use crate::boundary::Boundary;
@@ -62,7 +63,7 @@ pub struct Observation {
     /// The ranks' call.
     pub ranks: RanksOutcome,
     /// The call's inputs and the host-side reference.
-    pub reference: epic_lab::case::Case,
+    pub reference: epic_proto::host::reference::Case,
     /// What crossed the DUT's ports.
     pub trace: Trace,
     /// The group PSNs the call used: from the start PSN up to (not
@@ -151,7 +152,7 @@ pub fn run(case: &Case, adapter: &AdapterSpec) -> Result<Observation, HarnessErr
     let cfg = cluster_config(case)?;
     let tree = case.tree()?;
     let (spec, dut_switch) = dut_spec(case)?;
-    let reference = epic_lab::case::Case::new(
+    let reference = epic_proto::host::reference::Case::new(
         case.call.collective.wire(),
         case.call.dtype.wire(),
         case.call.op.wire(),

@@ -82,7 +82,7 @@ pub fn not_covered_reason(id: &str) -> Option<&'static str> {
         "COMM" => "CommLib, the host library: covered by commlib's tests",
         "SW" => "the software switch's configuration and runtime: covered by incengine's and epic-cli's tests (the exec: and iface: adapters run it as a DUT)",
         "LAB" => "the lab: covered by epic-lab's and epic-cli's tests",
-        "SIM" => "the simulators: covered by netsim's tests (packet level) and the manager's flowsim tests (flow level)",
+        "SIM" => "the simulators: covered by netsim's tests (packet level) and the flowsim crate's tests (flow level)",
         "CONF" => "the suite itself: covered by the conformance crate's tests",
         "MGR" => "the control plane (manager and agents), not a switch's data plane: covered by the manager crate's and epic-cli's tests",
         "TMX" => "shared blocks need placed contexts, which the case format does not install yet: covered by epic-proto's arena and lock tests, and end to end by the commlib and netsim tests",

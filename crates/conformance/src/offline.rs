@@ -176,7 +176,7 @@ pub fn replay(cdir: &Path, adapter: &AdapterSpec) -> Result<usize, OfflineError>
         vec![Vec::new(); usize::from(ports)];
     let mut buf = vec![0u8; netsim::MAX_FRAME_LEN];
     let mut drain = |dut: &mut Box<dyn crate::dut::Dut>, now| {
-        while let Some((p, n)) = dut.poll_transmit(now, &mut buf) {
+        while let Some((netsim::PortId(p), n)) = dut.poll_transmit(now, &mut buf) {
             if let (Some(v), Some(f)) = (out.get_mut(usize::from(p)), buf.get(..n)) {
                 v.push((now, f.to_vec()));
             }
@@ -196,7 +196,7 @@ pub fn replay(cdir: &Path, adapter: &AdapterSpec) -> Result<usize, OfflineError>
             dut.handle_timeout(d);
             drain(&mut dut, d);
         }
-        dut.handle_frame(*t, *p, f);
+        dut.handle_frame(*t, netsim::PortId(*p), f);
         drain(&mut dut, *t);
     }
     while let Some(d) = dut.poll_timeout().filter(|d| *d <= end) {

@@ -3,29 +3,34 @@
 //! [CONF-011]
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration as StdDuration;
 
+use epic_pcap::{ByteOrder, CaptureReader, PcapSink};
 use epic_proto::time::Instant;
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
-use pcap_file::{DataLink, Endianness, TsResolution};
 
 use crate::case::Direction;
 use crate::trace::Trace;
 
 /// A pcap that cannot be written or read.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {reason}")]
-pub struct PcapError {
-    /// The file.
-    pub path: String,
-    /// Why.
-    pub reason: String,
+pub enum PcapError {
+    /// A file or directory that cannot be written.
+    #[error("{path}: {reason}")]
+    Write {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A capture that cannot be read (the error names the file).
+    #[error(transparent)]
+    Read(#[from] epic_pcap::CaptureError),
 }
 
 fn err(path: &Path, reason: impl ToString) -> PcapError {
-    PcapError {
+    PcapError::Write {
         path: path.display().to_string(),
         reason: reason.to_string(),
     }
@@ -44,36 +49,22 @@ pub fn port_file(dir: &Path, direction: Direction, port: u16) -> PathBuf {
 /// Writes timestamped frames as a nanosecond pcap.
 pub fn write(path: &Path, frames: &[(Instant, Vec<u8>)]) -> Result<(), PcapError> {
     let file = File::create(path).map_err(|e| err(path, e))?;
-    let header = PcapHeader {
-        snaplen: 65_535,
-        datalink: DataLink::ETHERNET,
-        ts_resolution: TsResolution::NanoSecond,
-        endianness: Endianness::Little,
-        ..PcapHeader::default()
-    };
-    let mut w = PcapWriter::with_header(BufWriter::new(file), header).map_err(|e| err(path, e))?;
+    let mut w = PcapSink::new(BufWriter::new(file), ByteOrder::Little).map_err(|e| err(path, e))?;
     for (t, f) in frames {
-        let len = u32::try_from(f.len()).unwrap_or(u32::MAX);
-        let p = PcapPacket::new(StdDuration::from_nanos(t.as_nanos()), len, f);
-        w.write_packet(&p).map_err(|e| err(path, e))?;
+        w.write(StdDuration::from_nanos(t.as_nanos()), f)
+            .map_err(|e| err(path, e))?;
     }
-    Ok(())
+    w.into_inner().flush().map_err(|e| err(path, e))
 }
 
-/// Reads a pcap's frames with their timestamps (nanoseconds from 0).
+/// Reads a capture's frames with their timestamps (nanoseconds from 0).
 pub fn read(path: &Path) -> Result<Vec<(Instant, Vec<u8>)>, PcapError> {
-    let file = File::open(path).map_err(|e| err(path, e))?;
-    let mut r = PcapReader::new(BufReader::new(file)).map_err(|e| err(path, e))?;
-    if r.header().datalink != DataLink::ETHERNET {
-        return Err(err(path, "not an Ethernet capture"));
-    }
-    let mut out = Vec::new();
-    while let Some(p) = r.next_packet() {
-        let p = p.map_err(|e| err(path, e))?;
-        let ns = u64::try_from(p.timestamp.as_nanos()).unwrap_or(u64::MAX);
-        out.push((Instant::from_nanos(ns), p.data.into_owned()));
-    }
-    Ok(out)
+    CaptureReader::open(path)?
+        .map(|f| {
+            f.map(|f| (Instant::from_nanos(f.ts_ns), f.data))
+                .map_err(PcapError::from)
+        })
+        .collect()
 }
 
 /// The frames of `trace` on `port` in `direction`, with their times.

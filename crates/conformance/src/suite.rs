@@ -15,8 +15,8 @@ use crate::report::{CaseResult, CaseStatus, Report};
 /// Which cases to run.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
-    /// Only this mode (1, 2, 3).
-    pub mode: Option<u8>,
+    /// Only these modes (1, 2, 3); empty: every mode.
+    pub modes: Vec<u8>,
     /// Only names matching this glob.
     pub filter: Option<String>,
 }
@@ -49,7 +49,7 @@ impl Selection {
         let m = self.matcher()?;
         Ok(all
             .into_iter()
-            .filter(|c| self.mode.is_none_or(|mode| c.mode == mode))
+            .filter(|c| self.modes.is_empty() || self.modes.contains(&c.mode))
             .filter(|c| m.as_ref().is_none_or(|m| m.is_match(&c.name)))
             .collect())
     }

@@ -1,11 +1,16 @@
-//! The value types and parsers of the arguments of `epic sim` and `epic lab`.
+//! The value types and parsers of the arguments of `epic sim`, `epic lab`
+//! and `epic conformance`: one parser for each kind of value, so every
+//! subcommand takes the same names and aliases.
 
+use epic_lab::LabMode;
 use epic_proto::engine::Mode;
 use epic_proto::roce::Mtu;
 use epic_proto::wire::{Collective, DataType, ReduceOp};
-use netsim::inc::TreeSpec;
+use epic_topology::TreeSpec;
 
-/// `--mode`.
+/// `--mode` of every subcommand: an INC mode, the host fallback, or all;
+/// several comma-separated (`2,3`). Subcommands without a host fallback
+/// refuse `host` ([`inc_modes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ModeArg {
     /// Mode I, connection terminated.
@@ -17,26 +22,63 @@ pub(crate) enum ModeArg {
     /// Mode III, connection augmented.
     #[value(name = "3", alias = "iii")]
     Three,
-    /// All three.
+    /// Host fallback (no INC): ring, binomial tree, dissemination.
+    Host,
+    /// Every mode the subcommand runs.
     All,
 }
 
-impl ModeArg {
-    pub(crate) fn modes(self) -> &'static [Mode] {
-        match self {
-            ModeArg::One => &[Mode::Terminated],
-            ModeArg::Two => &[Mode::Translated],
-            ModeArg::Three => &[Mode::Augmented],
-            ModeArg::All => &[Mode::Terminated, Mode::Translated, Mode::Augmented],
+/// `--mode host` given to a subcommand that runs only the INC modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("--mode host: {0} runs only the INC modes (1, 2, 3 or all)")]
+pub(crate) struct HostModeRefused(pub(crate) &'static str);
+
+/// The lab's modes, in the order given, each once; `all` is I, II, III
+/// and the host fallback.
+pub(crate) fn lab_modes(list: &[ModeArg]) -> Vec<LabMode> {
+    let mut modes: Vec<LabMode> = Vec::new();
+    for m in list {
+        let more = match m {
+            ModeArg::One => vec![LabMode::Inc(Mode::Terminated)],
+            ModeArg::Two => vec![LabMode::Inc(Mode::Translated)],
+            ModeArg::Three => vec![LabMode::Inc(Mode::Augmented)],
+            ModeArg::Host => vec![LabMode::Host],
+            ModeArg::All => LabMode::ALL.to_vec(),
+        };
+        for m in more {
+            if !modes.contains(&m) {
+                modes.push(m);
+            }
         }
     }
+    modes
 }
 
-/// `--collective`.
+/// The INC modes, in the order given, each once (`all` is I, II, III);
+/// `host` is refused by `command`, which has no host fallback.
+pub(crate) fn inc_modes(
+    list: &[ModeArg],
+    command: &'static str,
+) -> Result<Vec<Mode>, HostModeRefused> {
+    if list.contains(&ModeArg::Host) {
+        return Err(HostModeRefused(command));
+    }
+    Ok(lab_modes(list)
+        .into_iter()
+        .filter_map(|m| match m {
+            LabMode::Inc(mode) => Some(mode),
+            LabMode::Host => None,
+        })
+        .collect())
+}
+
+/// `--collective` of every subcommand; several comma-separated. Every
+/// two-word name is also accepted with a hyphen and as one word
+/// (`all_reduce`, `all-reduce`, `allreduce`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum CollectiveArg {
     /// AllReduce.
-    #[value(name = "all_reduce", alias = "allreduce")]
+    #[value(name = "all_reduce", aliases = ["all-reduce", "allreduce"])]
     AllReduce,
     /// Reduce to `--root`.
     Reduce,
@@ -45,18 +87,20 @@ pub(crate) enum CollectiveArg {
     /// Barrier (sizes ignored; reports operations per second).
     Barrier,
     /// ReduceScatter; the size is a rank's whole input (K blocks).
-    #[value(name = "reduce_scatter", alias = "reducescatter")]
+    #[value(name = "reduce_scatter", aliases = ["reduce-scatter", "reducescatter"])]
     ReduceScatter,
     /// AllGather; the size is the gathered output (K blocks).
-    #[value(name = "all_gather", alias = "allgather")]
+    #[value(name = "all_gather", aliases = ["all-gather", "allgather"])]
     AllGather,
     /// All six, in the order above.
     All,
 }
 
-impl CollectiveArg {
-    pub(crate) fn collectives(self) -> &'static [Collective] {
-        match self {
+/// The collectives, in the order given, each once.
+pub(crate) fn collectives(list: &[CollectiveArg]) -> Vec<Collective> {
+    let mut all = Vec::new();
+    for c in list {
+        let more: &[Collective] = match c {
             CollectiveArg::AllReduce => &[Collective::AllReduce],
             CollectiveArg::Reduce => &[Collective::Reduce],
             CollectiveArg::Broadcast => &[Collective::Broadcast],
@@ -64,20 +108,30 @@ impl CollectiveArg {
             CollectiveArg::ReduceScatter => &[Collective::ReduceScatter],
             CollectiveArg::AllGather => &[Collective::AllGather],
             CollectiveArg::All => &epic_lab::COLLECTIVES,
+        };
+        for c in more {
+            if !all.contains(c) {
+                all.push(*c);
+            }
         }
     }
+    all
 }
 
-/// `--dtype`.
+/// `--dtype` of every subcommand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum DtypeArg {
-    /// 32-bit integer.
+    /// 32-bit integer (also `i32`).
+    #[value(alias = "i32")]
     Int32,
-    /// IEEE binary32.
+    /// IEEE binary32 (also `f32`, `float32`).
+    #[value(aliases = ["f32", "float32"])]
     Fp32,
-    /// IEEE binary16.
+    /// IEEE binary16 (also `f16`, `float16`).
+    #[value(aliases = ["f16", "float16"])]
     Fp16,
-    /// bfloat16.
+    /// bfloat16 (also `bfloat16`).
+    #[value(alias = "bfloat16")]
     Bf16,
 }
 
@@ -92,7 +146,7 @@ impl DtypeArg {
     }
 }
 
-/// `--op`.
+/// `--op` of every subcommand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum OpArg {
     /// Sum.
@@ -164,15 +218,6 @@ pub(crate) enum QpsArg {
     /// One QP per rank and one context per switch for each of the 2K + 1
     /// traffic patterns; PSNs never move (what a verbs NIC needs).
     PerPattern,
-}
-
-impl QpsArg {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            QpsArg::Resync => "resync",
-            QpsArg::PerPattern => "per-pattern",
-        }
-    }
 }
 
 /// `--format`.

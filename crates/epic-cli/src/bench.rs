@@ -1,13 +1,13 @@
 //! `epic bench link [--frame-bytes N] [--seconds S] [--to-interface-mac]
 //! [--format text|json]`:
 //! the raw frame bound of one veth hop with the switch's I/O backend
-//! (`epic_lab::link`), to read lab results against. [LAB-005]
+//! (`epic_lab::bench_link`), to read lab results against. [LAB-005]
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use epic_lab::link::{bench_link, LinkBenchConfig, LinkBenchError, FOREIGN_MAC};
+use epic_lab::bench_link::{bench_link, LinkBenchConfig, LinkBenchError, FOREIGN_MAC};
 
 use crate::args::Format;
 

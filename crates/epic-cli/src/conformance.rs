@@ -13,6 +13,8 @@ use conformance::suite::{self, Selection};
 use conformance::{catalog, explore, junit, matrix, offline};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::args::{inc_modes, ModeArg};
+
 /// Arguments of `epic conformance`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ConformanceArgs {
@@ -45,9 +47,10 @@ struct CaseArgs {
     /// the built-in ones (the same as fixtures/conformance/cases).
     #[arg(long, value_name = "DIR")]
     cases: Option<PathBuf>,
-    /// Only cases of this mode.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=3))]
-    mode: Option<u8>,
+    /// Only cases of these modes: 1, 2, 3 or all; several comma-separated
+    /// (`2,3`). Default: every mode.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    mode: Vec<ModeArg>,
     /// Only cases whose name matches this glob (`m2-loss-*`).
     #[arg(long, value_name = "GLOB")]
     filter: Option<String>,
@@ -150,8 +153,9 @@ fn load(a: &CaseArgs) -> Result<Vec<Case>, String> {
         Some(dir) => suite::load_dir(dir).map_err(|e| e.to_string())?,
         None => catalog::builtin(),
     };
+    let modes = inc_modes(&a.mode, "the conformance suite").map_err(|e| e.to_string())?;
     let sel = Selection {
-        mode: a.mode,
+        modes: modes.iter().map(|m| m.number()).collect(),
         filter: a.filter.clone(),
     };
     let cases = sel.apply(all).map_err(|e| e.to_string())?;

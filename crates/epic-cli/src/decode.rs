@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use epic_proto::trace::FrameRecord;
 
-use crate::capture::{CaptureError, CaptureReader};
+use epic_pcap::{CaptureError, CaptureReader};
 
 /// Output format of `epic decode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -7,44 +7,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use epic_io::LinkFaults;
-use epic_lab::{Baseline, Event, LabConfig, LabMode, NetnsOptions};
-use epic_proto::engine::Mode;
+use epic_lab::{Baseline, Event, LabConfig, NetnsOptions};
+use epic_topology::TreeSpec;
 use indicatif::{ProgressBar, ProgressStyle};
-use netsim::inc::TreeSpec;
 
 use crate::args::{
-    parse_probability, parse_size, parse_topology, CollectiveArg, DtypeArg, Format, OpArg,
+    collectives, lab_modes, parse_probability, parse_size, parse_topology, CollectiveArg, DtypeArg,
+    Format, ModeArg, OpArg,
 };
-
-/// `--mode` of the lab: the INC modes and the host fallback.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum LabModeArg {
-    /// Mode I, connection terminated.
-    #[value(name = "1", alias = "i")]
-    One,
-    /// Mode II, connection translated.
-    #[value(name = "2", alias = "ii")]
-    Two,
-    /// Mode III, connection augmented.
-    #[value(name = "3", alias = "iii")]
-    Three,
-    /// Host fallback (no INC): ring, binomial tree, dissemination.
-    Host,
-    /// All three modes and the fallback.
-    All,
-}
-
-impl LabModeArg {
-    fn modes(self) -> Vec<LabMode> {
-        match self {
-            LabModeArg::One => vec![LabMode::Inc(Mode::Terminated)],
-            LabModeArg::Two => vec![LabMode::Inc(Mode::Translated)],
-            LabModeArg::Three => vec![LabMode::Inc(Mode::Augmented)],
-            LabModeArg::Host => vec![LabMode::Host],
-            LabModeArg::All => LabMode::ALL.to_vec(),
-        }
-    }
-}
 
 /// Arguments of `epic lab`.
 #[derive(Debug, clap::Args)]
@@ -55,7 +25,7 @@ pub(crate) struct LabArgs {
     /// 1, 2, 3 (INC modes), host (fallback) or all; several
     /// comma-separated (`1,2,3`).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
-    mode: Vec<LabModeArg>,
+    mode: Vec<ModeArg>,
     /// The collective, several comma-separated, or all six.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
     collective: Vec<CollectiveArg>,
@@ -159,24 +129,8 @@ impl LabArgs {
     fn config(&self) -> LabConfig {
         LabConfig {
             topology: self.topology,
-            modes: {
-                let mut modes: Vec<LabMode> = Vec::new();
-                for m in self.mode.iter().flat_map(|m| m.modes()) {
-                    if !modes.contains(&m) {
-                        modes.push(m);
-                    }
-                }
-                modes
-            },
-            collectives: {
-                let mut all = Vec::new();
-                for c in self.collective.iter().flat_map(|c| c.collectives().iter()) {
-                    if !all.contains(c) {
-                        all.push(*c);
-                    }
-                }
-                all
-            },
+            modes: lab_modes(&self.mode),
+            collectives: collectives(&self.collective),
             dtype: self.dtype.wire(),
             op: self.op.wire(),
             root: self.root,

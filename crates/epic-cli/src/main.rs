@@ -9,7 +9,6 @@ use clap::{Parser, Subcommand};
 
 mod args;
 mod bench;
-mod capture;
 mod conformance;
 mod decode;
 mod lab;

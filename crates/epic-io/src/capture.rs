@@ -18,14 +18,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
+use epic_pcap::{ByteOrder, PcapError, PcapSink};
 
 use crate::port::{FramePorts, PortStats, RxBatch};
-
-/// Bytes of a frame written at most (longer frames are cut, their true
-/// length recorded).
-const SNAPLEN: u32 = 65535;
 
 /// Why a capture could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -51,8 +46,8 @@ pub enum CaptureError {
     },
 }
 
-/// The buffered file behind a [`PcapWriter`], shared so that `flush` can
-/// reach it (`PcapWriter` owns its writer and cannot flush it).
+/// The buffered file behind a [`PcapSink`], shared so that `flush` can
+/// reach it (the sink owns its writer and cannot flush it).
 #[derive(Debug, Clone)]
 struct SharedFile(Arc<Mutex<BufWriter<File>>>);
 
@@ -83,7 +78,7 @@ struct PortCapture {
     path: PathBuf,
     file: SharedFile,
     /// `None` once a write failed.
-    writer: Option<PcapWriter<SharedFile>>,
+    writer: Option<PcapSink<SharedFile>>,
     /// Frames written since the last flush.
     dirty: bool,
 }
@@ -95,14 +90,7 @@ impl PortCapture {
             source,
         })?;
         let file = SharedFile(Arc::new(Mutex::new(BufWriter::new(file))));
-        let header = PcapHeader {
-            snaplen: SNAPLEN,
-            datalink: DataLink::ETHERNET,
-            ts_resolution: TsResolution::NanoSecond,
-            endianness: Endianness::native(),
-            ..PcapHeader::default()
-        };
-        let writer = PcapWriter::with_header(file.clone(), header).map_err(|source| {
+        let writer = PcapSink::new(file.clone(), ByteOrder::Native).map_err(|source| {
             CaptureError::Write {
                 path: path.clone(),
                 source,
@@ -122,13 +110,8 @@ impl PortCapture {
         let Some(writer) = self.writer.as_mut() else {
             return Ok(());
         };
-        let orig_len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
-        let data = frame.get(..SNAPLEN as usize).unwrap_or(frame);
         self.dirty = true;
-        writer
-            .write_packet(&PcapPacket::new(at, orig_len, data))
-            .map(drop)
-            .map_err(|source| self.stop(source))
+        writer.write(at, frame).map_err(|source| self.stop(source))
     }
 
     /// Flushes the file if anything was written since the last flush.
@@ -278,7 +261,8 @@ mod tests {
     use crate::mem::MemFabric;
     use crate::port::recv_batch;
     use crate::LinkFaults;
-    use pcap_file::pcap::PcapReader;
+    use pcap_file::pcap::{PcapHeader, PcapReader};
+    use pcap_file::{DataLink, TsResolution};
 
     /// A fresh directory under the system's temporary directory.
     fn temp_dir(tag: &str) -> PathBuf {

@@ -12,8 +12,8 @@ use epic_proto::engine::{EngineConfig, Mode};
 use epic_proto::roce::Mtu;
 use epic_proto::wire::GroupId;
 use epic_proto::Psn;
+use epic_topology::{host_qpn, switch_qpn, IncTree, PortPeer};
 use incengine::{Route, SwitchCounters, SwitchHandle, SwitchSpec};
-use netsim::inc::{host_qpn, switch_qpn, IncTree, PortPeer};
 
 use crate::config::{LabConfig, LabMode};
 use crate::control::{grant, lab_topology, LabControl};

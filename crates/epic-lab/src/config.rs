@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use epic_io::LinkFaults;
 use epic_proto::engine::Mode;
 use epic_proto::wire::{Collective, DataType, ReduceOp};
-use netsim::inc::TreeSpec;
+use epic_topology::TreeSpec;
 
 /// How the group runs its collectives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -14,12 +14,12 @@ use epic_control::caps::Capabilities;
 use epic_control::client::ManagerClient;
 use epic_control::request::{GroupRequest, Member};
 use epic_proto::engine::Mode;
+use epic_topology::{host_qpn, IncTree, PortPeer};
 use incengine::agent::HandleBoard;
 use incengine::SwitchHandle;
 use manager::fabric::registration_for;
 use manager::service::{bind, serve, Manager, ManagerOptions};
 use manager::topology::{Host, Link, LinkEnd, Switch, SwitchId, Topology};
-use netsim::inc::{host_qpn, IncTree, PortPeer};
 use tokio::task::JoinHandle;
 
 use crate::config::LabConfig;

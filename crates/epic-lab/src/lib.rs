@@ -6,15 +6,15 @@
 //!
 //! - [`LabConfig`]: what to run; [`run`]: the sweep, reporting
 //!   [`Event`]s; [`Row`]: one measured (mode, collective, size).
-//! - [`case`]: the inputs of a call and its reference.
-//! - [`link`]: the raw frame bound of one veth hop with the switch's I/O
+//! - The inputs of a call and its reference are
+//!   [`epic_proto::host::reference`].
+//! - [`bench_link`]: the raw frame bound of one veth hop with the switch's I/O
 //!   backend (`epic bench link`), to read lab results against. [LAB-005]
 
-pub mod case;
+pub mod bench_link;
 mod cluster;
 mod config;
 mod control;
-pub mod link;
 mod netns;
 mod report;
 mod run;

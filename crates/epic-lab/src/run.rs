@@ -5,15 +5,15 @@ use std::time::{Duration, Instant};
 
 use commlib::{CommError, Communicator, Element, Op};
 use epic_proto::wire::{Collective, DataType, ReduceOp};
+use epic_topology::IncTree;
 use half::{bf16, f16};
-use netsim::inc::IncTree;
 
-use crate::case::Case;
 use crate::cluster::LabCluster;
 use crate::config::{LabConfig, LabMode};
 use crate::netns::{run_baseline, NetnsFaults, NetnsLab};
 use crate::report::{quantile, Row};
 use crate::LabError;
+use epic_proto::host::reference::Case;
 
 /// What the sweep reports as it goes.
 #[derive(Debug)]

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use epic_proto::wire::Collective;
 
-use crate::case::Case;
 use crate::cluster::LabCluster;
 use crate::config::{LabConfig, LabMode};
 use crate::run::iteration;
 use crate::LabError;
+use epic_proto::host::reference::Case;
 
 /// A running in-process cluster in one mode, with its own runtime.
 #[derive(Debug)]

@@ -3,18 +3,13 @@
 
 use std::net::Ipv4Addr;
 
-use epic_control::request::{lane_qpn, lanes};
+use epic_control::request::{lane_qpn, lanes, GroupRequest};
 use epic_proto::engine::{ContextConfig, ContextFootprint, EndpointConfig, Mode, Peer};
 use epic_proto::wire::{GroupId, Qpn};
 use serde::{Deserialize, Serialize};
 
 use crate::topology::{HostId, SwitchId, Topology};
 use crate::tree::PlacedTree;
-
-// Only for the flow simulator, which still names these here until it
-// leaves this crate (issue 21); everything else imports `epic_control`.
-#[doc(no_inline)]
-pub use epic_control::request::{GroupRequest, Member};
 
 /// The members' hosts of `req`, in rank order; `Err` names the first
 /// member that is not a host of `topo`.

@@ -7,7 +7,6 @@
 pub mod arena;
 pub mod error;
 pub mod fabric;
-pub mod flowsim;
 pub mod group;
 pub mod policy;
 pub mod registry;

@@ -6,19 +6,15 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use epic_pcap::{ByteOrder, PcapError, PcapSink};
 use epic_proto::time::Instant;
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
 
 use crate::SimError;
 
-/// Snap length written in the pcap header; above any frame the sim carries.
-const SNAPLEN: u32 = 65_535;
-
 #[derive(Debug)]
 enum Sink {
-    File(PcapWriter<BufWriter<File>>),
-    Memory(PcapWriter<Vec<u8>>),
+    File(PcapSink<BufWriter<File>>),
+    Memory(PcapSink<Vec<u8>>),
 }
 
 /// An open capture. Write errors are kept and reported by [`Capture::finish`].
@@ -28,21 +24,11 @@ pub(crate) struct Capture {
     error: Option<PcapError>,
 }
 
-fn header() -> PcapHeader {
-    PcapHeader {
-        snaplen: SNAPLEN,
-        datalink: DataLink::ETHERNET,
-        ts_resolution: TsResolution::NanoSecond,
-        endianness: Endianness::Little,
-        ..PcapHeader::default()
-    }
-}
-
 impl Capture {
     /// A capture written to a new file at `path` (truncated if it exists).
     pub(crate) fn to_file(path: &Path) -> Result<Self, SimError> {
         let file = BufWriter::new(File::create(path)?);
-        let writer = PcapWriter::with_header(file, header())?;
+        let writer = PcapSink::new(file, ByteOrder::Little)?;
         Ok(Capture {
             sink: Some(Sink::File(writer)),
             error: None,
@@ -51,7 +37,7 @@ impl Capture {
 
     /// A capture kept in memory.
     pub(crate) fn in_memory() -> Result<Self, SimError> {
-        let writer = PcapWriter::with_header(Vec::new(), header())?;
+        let writer = PcapSink::new(Vec::new(), ByteOrder::Little)?;
         Ok(Capture {
             sink: Some(Sink::Memory(writer)),
             error: None,
@@ -65,12 +51,10 @@ impl Capture {
             return;
         }
         let ts = std::time::Duration::from_nanos(at.as_nanos());
-        let orig_len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
-        let packet = PcapPacket::new(ts, orig_len, frame);
         let result = match &mut self.sink {
-            Some(Sink::File(w)) => w.write_packet(&packet),
-            Some(Sink::Memory(w)) => w.write_packet(&packet),
-            None => Ok(0),
+            Some(Sink::File(w)) => w.write(ts, frame),
+            Some(Sink::Memory(w)) => w.write(ts, frame),
+            None => Ok(()),
         };
         if let Err(e) = result {
             self.error = Some(e);
@@ -88,10 +72,10 @@ impl Capture {
         match sink {
             Some(Sink::File(w)) => {
                 // `into_inner` flushes; the file closes when dropped.
-                w.into_writer().into_inner().map_err(|e| e.into_error())?;
+                w.into_inner().into_inner().map_err(|e| e.into_error())?;
                 Ok(None)
             }
-            Some(Sink::Memory(w)) => Ok(Some(w.into_writer())),
+            Some(Sink::Memory(w)) => Ok(Some(w.into_inner())),
             None => Ok(None),
         }
     }
@@ -101,7 +85,7 @@ impl Drop for Capture {
     /// Flushes a file capture that was not finished explicitly.
     fn drop(&mut self) {
         if let Some(Sink::File(w)) = self.sink.take() {
-            let mut file = w.into_writer();
+            let mut file = w.into_inner();
             // Nothing can report an error from drop; `finish` does.
             let _ = file.flush();
         }

@@ -77,5 +77,5 @@ pub enum SimError {
     Io(#[from] std::io::Error),
     /// Writing pcap data failed (e.g. a timestamp beyond the pcap range).
     #[error("pcap: {0}")]
-    Pcap(#[from] pcap_file::PcapError),
+    Pcap(#[from] epic_pcap::PcapError),
 }

@@ -7,6 +7,11 @@
 //! same seed and the same sequence of API calls give the same events, the
 //! same [`LinkStats`] and byte-identical pcap captures.
 //!
+//! [`inc`] builds EPIC clusters (switches running the engine, ranks
+//! running the host driver) on it; [`experiment`] runs measured
+//! collectives on those clusters, every output checked against the
+//! host-side reference (what `epic sim` prints).
+//!
 //! # Model
 //!
 //! **Events.** A min-heap ordered by `(time, insertion sequence)`; events
@@ -95,6 +100,7 @@ mod capture;
 mod config;
 mod error;
 mod event;
+pub mod experiment;
 mod fault;
 mod ids;
 pub mod inc;

@@ -5,20 +5,13 @@ use std::fmt;
 use std::path::PathBuf;
 
 use epic_proto::engine::Pitfall;
-use epic_proto::time::Instant;
 use incengine::{SwitchConfig, SwitchSpec};
+use netsim::Node;
 
-/// A running device under test, driven like a sans-IO switch in virtual
-/// time. [CONF-010]
-pub trait Dut: fmt::Debug {
-    /// A frame arrives on `port` at `now`.
-    fn handle_frame(&mut self, now: Instant, port: u16, frame: &[u8]);
-    /// The next frame the DUT sends: written into `buf`, with its port.
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(u16, usize)>;
-    /// The DUT's next timer.
-    fn poll_timeout(&self) -> Option<Instant>;
-    /// The timer from `poll_timeout` is due.
-    fn handle_timeout(&mut self, now: Instant);
+/// A running device under test: a sans-IO machine driven in virtual time
+/// through the simulator's [`Node`] calls (frames in, frames pulled out,
+/// one timer), which can also fail as an adapter. [CONF-010]
+pub trait Dut: Node + fmt::Debug {
     /// Why the adapter stopped working (the process died, the framing
     /// broke); the case is then an error, not a verdict on the DUT.
     fn failure(&self) -> Option<String>;
@@ -217,9 +210,9 @@ impl AdapterSpec {
 pub(crate) fn pop_frame(
     frames: &mut std::collections::VecDeque<(u16, Vec<u8>)>,
     buf: &mut [u8],
-) -> Option<(u16, usize)> {
+) -> Option<(netsim::PortId, usize)> {
     let (port, f) = frames.pop_front()?;
     let dst = buf.get_mut(..f.len())?;
     dst.copy_from_slice(&f);
-    Some((port, f.len()))
+    Some((netsim::PortId(port), f.len()))
 }

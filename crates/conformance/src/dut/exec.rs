@@ -19,6 +19,8 @@ use std::time::Duration as WallDuration;
 use epic_proto::time::Instant;
 use incengine::stdio::{read_from_dut, write_to_dut, FromDut, ToDut};
 
+use netsim::{Node, PortId};
+
 use super::adapter::{Dut, DutSpec, StartError};
 
 /// How long the harness waits for any one reply of the DUT (wall time).
@@ -153,8 +155,8 @@ impl ExecDut {
     }
 }
 
-impl Dut for ExecDut {
-    fn handle_frame(&mut self, now: Instant, port: u16, frame: &[u8]) {
+impl Node for ExecDut {
+    fn handle_frame(&mut self, now: Instant, PortId(port): PortId, frame: &[u8]) {
         self.exchange(&ToDut::Frame {
             time: now,
             port,
@@ -162,7 +164,7 @@ impl Dut for ExecDut {
         });
     }
 
-    fn poll_transmit(&mut self, _now: Instant, buf: &mut [u8]) -> Option<(u16, usize)> {
+    fn poll_transmit(&mut self, _now: Instant, buf: &mut [u8]) -> Option<(PortId, usize)> {
         super::adapter::pop_frame(&mut self.frames, buf)
     }
 
@@ -176,7 +178,9 @@ impl Dut for ExecDut {
     fn handle_timeout(&mut self, now: Instant) {
         self.exchange(&ToDut::Time(now));
     }
+}
 
+impl Dut for ExecDut {
     fn failure(&self) -> Option<String> {
         self.failure.clone()
     }

@@ -23,6 +23,8 @@ use epic_io::{FramePorts, RawPorts, RxBatch, DEFAULT_BATCH};
 use epic_proto::time::{Duration, Instant};
 use incengine::SwitchConfig;
 
+use netsim::{Node, PortId};
+
 use super::adapter::{Dut, DutSpec, StartError};
 
 /// Virtual time between two looks for frames the device sends on its own.
@@ -177,8 +179,8 @@ fn setup(iface: &IfaceSpec, spec: &DutSpec) -> Result<(), StartError> {
     }
 }
 
-impl Dut for IfaceDut {
-    fn handle_frame(&mut self, now: Instant, port: u16, frame: &[u8]) {
+impl Node for IfaceDut {
+    fn handle_frame(&mut self, now: Instant, PortId(port): PortId, frame: &[u8]) {
         if self.failure.is_some() {
             return;
         }
@@ -194,7 +196,7 @@ impl Dut for IfaceDut {
         self.next_tick = now.saturating_add(TICK);
     }
 
-    fn poll_transmit(&mut self, _now: Instant, buf: &mut [u8]) -> Option<(u16, usize)> {
+    fn poll_transmit(&mut self, _now: Instant, buf: &mut [u8]) -> Option<(PortId, usize)> {
         super::adapter::pop_frame(&mut self.frames, buf)
     }
 
@@ -206,7 +208,9 @@ impl Dut for IfaceDut {
         self.collect();
         self.next_tick = now.saturating_add(TICK);
     }
+}
 
+impl Dut for IfaceDut {
     fn failure(&self) -> Option<String> {
         self.failure.clone()
     }

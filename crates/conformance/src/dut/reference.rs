@@ -4,6 +4,8 @@
 use epic_proto::engine::{IncEngine, Pitfall};
 use epic_proto::time::Instant;
 
+use netsim::{Node, PortId};
+
 use super::adapter::{Dut, DutSpec, StartError};
 
 /// The reference engine as a DUT.
@@ -42,15 +44,17 @@ impl ReferenceDut {
     }
 }
 
-impl Dut for ReferenceDut {
-    fn handle_frame(&mut self, now: Instant, port: u16, frame: &[u8]) {
+impl Node for ReferenceDut {
+    fn handle_frame(&mut self, now: Instant, PortId(port): PortId, frame: &[u8]) {
         // The suite's links carry only EPIC traffic; anything else the
         // engine hands back is simply not forwarded.
         let _ = self.engine.handle_frame(now, port, frame);
     }
 
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(u16, usize)> {
-        self.engine.poll_transmit(now, buf)
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(PortId, usize)> {
+        self.engine
+            .poll_transmit(now, buf)
+            .map(|(port, n)| (PortId(port), n))
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -60,7 +64,9 @@ impl Dut for ReferenceDut {
     fn handle_timeout(&mut self, now: Instant) {
         self.engine.handle_timeout(now);
     }
+}
 
+impl Dut for ReferenceDut {
     fn failure(&self) -> Option<String> {
         None
     }

@@ -1,12 +1,12 @@
 //! `epic sim flow`: the flow-level policy comparison of the paper's
-//! Table 36 (`manager::flowsim`): job completion time of a 3D-parallel
+//! Table 36 (the `flowsim` crate): job completion time of a 3D-parallel
 //! GPT-3 175B job on the 128-GPU fat-tree under Ring, EDT, spatial and
 //! temporal multiplexing, at several switch SRAM sizes.
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use manager::flowsim::{sweep, FlowError, Outcome, Routing, RunParams, SweepConfig};
+use flowsim::{sweep, FlowError, Outcome, Routing, RunParams, SweepConfig};
 use serde::Serialize;
 
 use crate::args::{parse_gbps, Format};

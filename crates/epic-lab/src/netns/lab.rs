@@ -49,7 +49,7 @@ impl NetnsLab {
     /// `exe` is the `epic` binary the switches run; `capture`, if given,
     /// also holds the switches' configurations and logs.
     pub(crate) fn start(
-        tree: &netsim::inc::IncTree,
+        tree: &epic_topology::IncTree,
         exe: &Path,
         faults: &NetnsFaults,
         lossy_links: Option<usize>,

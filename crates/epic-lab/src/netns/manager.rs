@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use epic_topology::{IncTree, PortPeer};
 use incengine::agent::ManagerLink;
-use netsim::inc::{IncTree, PortPeer};
 
 use super::{teardown, NetnsError};
 

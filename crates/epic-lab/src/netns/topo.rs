@@ -5,7 +5,7 @@
 //! stronger variant). Everything is removed on drop. [LAB-006]
 
 use epic_proto::wire::EthernetAddress;
-use netsim::inc::{IncTree, PortPeer};
+use epic_topology::{IncTree, PortPeer};
 
 use super::{cmd, teardown, NetnsError};
 

@@ -17,12 +17,17 @@
 //! multiplexing, paper §6.2) brackets every call with lock Barriers and
 //! hears [`HostEvent::Denied`] when a switch refuses; see
 //! [`HostRank::set_contended`]. [TMX-020]
+//!
+//! [`reference`] holds the inputs of one call and the host-side reference
+//! its outputs are checked against, shared by the lab, the packet
+//! simulator's runner and the conformance suite.
 
 mod control;
 mod driver;
 mod event;
 mod lane;
 mod plan;
+pub mod reference;
 #[cfg(test)]
 mod tests;
 mod window;

@@ -13,8 +13,8 @@ use epic_proto::wire::GroupId;
 use epic_proto::Psn;
 
 use super::nodes::{ExternalSwitch, HostNode, IncNode};
-use super::topology::{lane_qpn, per_pattern_context, BadTopology, IncTree, PortPeer, TreeSpec};
 use crate::{LinkConfig, LinkId, NodeId, PortId, RunOutcome, Sim, SimError};
+use epic_topology::{lane_qpn, per_pattern_context, BadTopology, IncTree, PortPeer, TreeSpec};
 
 /// How to build a cluster. [SIM-002]
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -307,7 +307,7 @@ impl Cluster {
                 continue;
             };
             let path = PathConfig::new(h.mac, sw.mac, h.ip, sw.ip);
-            let mut qp = QpConfig::new(h.qpn, super::topology::switch_qpn(h.port), path);
+            let mut qp = QpConfig::new(h.qpn, epic_topology::switch_qpn(h.port), path);
             qp.mtu = cfg.mtu;
             qp.sq_psn = cfg.start_psn;
             qp.rq_psn = cfg.start_psn;

@@ -1,15 +1,15 @@
-//! EPIC clusters on the simulator: IncTree topologies in the paper's
-//! notation, switch and host nodes, and a runner for collectives.
+//! EPIC clusters on the simulator: switch and host nodes over an IncTree
+//! (`epic-topology`, re-exported here), and a runner for collectives.
 
 mod cluster;
 mod nodes;
 mod tenant;
-mod topology;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterError, CollectiveRun, CLUSTER_GROUP};
 pub use nodes::{ExternalSwitch, HostFaults, HostNode, IncNode};
 pub use tenant::{LockTenant, TenantError};
-pub use topology::{
+// The tree a `Cluster` is built from; defined in `epic-topology`.
+pub use epic_topology::{
     host_qpn, lane_qpn, per_pattern_context, switch_qpn, BadTopology, HostSpec, IncTree, PortPeer,
     SwitchSpec, TreeSpec,
 };

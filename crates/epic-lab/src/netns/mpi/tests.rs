@@ -183,7 +183,7 @@ fn bench_runs_as_a_singleton_and_rejects_bad_arguments() {
 /// Tree-2-4 in namespaces: host r (10.0.0.r on `eth0`) behind port `p<r>`
 /// of one switch namespace whose kernel forwards; removed on drop.
 fn star() -> NetnsTopology {
-    let tree = netsim::inc::IncTree::new("tree-2-4".parse().unwrap()).unwrap();
+    let tree = epic_topology::IncTree::new("tree-2-4".parse().unwrap()).unwrap();
     let mut topo = NetnsTopology::build(&tree, "mpitest").unwrap();
     topo.set_forwarding(Forwarding::Kernel).unwrap();
     topo

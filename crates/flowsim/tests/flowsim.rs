@@ -5,14 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+use epic_control::caps::Capabilities;
+use epic_control::request::{GroupRequest, Member};
 use epic_proto::wire::Qpn;
-use manager::flowsim::{
+use flowsim::{
     max_min_rates, run_phase, sweep, Flow, FlowError, FlowPolicy, GroupKind, Job, JobSpec, Network,
     Routing, Sweep, SweepConfig,
 };
-use manager::group::{GroupRequest, Member};
 use manager::registry::{InitOutcome, Registry};
-use manager::topology::{Capabilities, ClosSpec, HostId};
+use manager::topology::{ClosSpec, HostId};
 use manager::Policy;
 
 fn close(a: f64, b: f64) -> bool {

@@ -14,9 +14,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::Serialize;
 
-use super::maxmin::Flow;
-use crate::topology::{HostId, SwitchId, Topology};
-use crate::tree::PlacedTree;
+use crate::maxmin::Flow;
+use manager::topology::{HostId, SwitchId, Topology};
+use manager::tree::PlacedTree;
 
 /// How host-to-host (ring and pipeline) traffic crosses the fabric.
 /// [SIM-012]

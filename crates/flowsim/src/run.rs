@@ -7,17 +7,18 @@ use std::collections::BTreeSet;
 use epic_proto::wire::Qpn;
 use serde::Serialize;
 
-use super::job::{GroupKind, Job, Transfer};
-use super::maxmin::{run_phase, Flow};
-use super::net::{Network, Routing};
-use super::FlowError;
-use crate::arena::ARENA_ALIGN;
-use crate::group::{GroupRequest, Member};
-use crate::policy::Policy;
-use crate::registry::{InitOutcome, Registry};
-use crate::resources::Grant;
-use crate::topology::{Capabilities, ClosSpec, SwitchId, Topology};
-use crate::tree::PlacedTree;
+use crate::job::{GroupKind, Job, Transfer};
+use crate::maxmin::{run_phase, Flow};
+use crate::net::{Network, Routing};
+use crate::FlowError;
+use epic_control::caps::Capabilities;
+use epic_control::request::{GroupRequest, Member};
+use manager::arena::ARENA_ALIGN;
+use manager::policy::Policy;
+use manager::registry::{InitOutcome, Registry};
+use manager::resources::Grant;
+use manager::topology::{ClosSpec, SwitchId, Topology};
+use manager::tree::PlacedTree;
 
 /// How the job's collectives are run. [SIM-013]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

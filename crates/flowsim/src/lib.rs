@@ -9,7 +9,7 @@
 //! - [`maxmin`]: max-min fair rates by progressive filling and the
 //!   event-driven run of a phase.
 //! - [`run`]: Ring, EDT, spatial and temporal multiplexing, the last three
-//!   asking the real [`Registry`](crate::Registry) for grants.
+//!   asking the real [`Registry`](manager::Registry) for grants.
 //!
 //! Everything is deterministic: no clocks, no randomness, fixed iteration
 //! orders. The model and its assumptions are in `docs/POLICIES.md`.
@@ -28,8 +28,8 @@ pub use maxmin::{max_min_rates, run_phase, Flow, PhaseError, PhaseTimes};
 pub use net::{Network, NoRoute, Routing};
 pub use run::{simulate, unit_bytes, FlowPolicy, IncCount, Outcome, RunParams};
 
-use crate::topology::{ClosSpec, TopologyError};
-use crate::ManagerError;
+use manager::topology::{ClosSpec, TopologyError};
+use manager::ManagerError;
 
 /// Why a flow simulation cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

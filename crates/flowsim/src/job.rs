@@ -20,7 +20,7 @@
 
 use serde::Serialize;
 
-use crate::topology::HostId;
+use manager::topology::HostId;
 
 /// What a communication group does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

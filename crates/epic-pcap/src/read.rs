@@ -16,29 +16,48 @@ use pcap_file::DataLink;
 
 /// One captured frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CapturedFrame {
+pub struct CapturedFrame {
     /// Capture time in nanoseconds since the Unix epoch.
-    pub(crate) ts_ns: u64,
+    pub ts_ns: u64,
     /// The captured bytes (possibly fewer than were on the wire).
-    pub(crate) data: Vec<u8>,
+    pub data: Vec<u8>,
 }
 
 /// Why a capture cannot be read.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum CaptureError {
+pub enum CaptureError {
+    /// The file could not be opened or read.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The error.
         source: std::io::Error,
     },
+    /// The file starts with neither magic number.
     #[error("{path}: not a pcap or pcapng file (magic {magic})")]
-    NotPcap { path: PathBuf, magic: String },
+    NotPcap {
+        /// The file.
+        path: PathBuf,
+        /// Its first bytes, in hex.
+        magic: String,
+    },
+    /// A pcap file of another link type.
     #[error("{path}: link type {linktype:?} is not Ethernet; only Ethernet captures are decoded")]
-    LinkType { path: PathBuf, linktype: DataLink },
+    LinkType {
+        /// The file.
+        path: PathBuf,
+        /// Its link type.
+        linktype: DataLink,
+    },
+    /// A header, block or record that does not parse.
     #[error("{path}: malformed capture after {frames} frame(s): {reason}")]
     Malformed {
+        /// The file.
         path: PathBuf,
+        /// Frames read before it.
         frames: u64,
+        /// Why.
         reason: String,
     },
 }
@@ -57,7 +76,7 @@ enum Inner {
 }
 
 /// Iterates the frames of a capture file.
-pub(crate) struct CaptureReader {
+pub struct CaptureReader {
     path: PathBuf,
     inner: Inner,
     frames: u64,
@@ -66,7 +85,7 @@ pub(crate) struct CaptureReader {
 
 impl CaptureReader {
     /// Opens `path` and reads its header.
-    pub(crate) fn open(path: &Path) -> Result<CaptureReader, CaptureError> {
+    pub fn open(path: &Path) -> Result<CaptureReader, CaptureError> {
         let io = |source| CaptureError::Io {
             path: path.to_path_buf(),
             source,
@@ -231,16 +250,5 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tsresol_scaling() {
-        assert_eq!(scale_to_ns(1_500_000, 6), 1_500_000_000);
-        assert_eq!(scale_to_ns(1_500_000_000, 9), 1_500_000_000);
-        assert_eq!(scale_to_ns(15, 1), 1_500_000_000);
-        assert_eq!(scale_to_ns(1 << 20, 0x80 | 20), 1_000_000_000);
-        assert_eq!(scale_to_ns(5_000, 12), 5);
-        assert_eq!(scale_to_ns(u128::MAX, 0), u64::MAX);
-    }
-}
+#[path = "read_tests.rs"]
+mod tests;
