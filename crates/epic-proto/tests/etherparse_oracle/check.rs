@@ -31,9 +31,9 @@ use epic_proto::wire::{
 };
 use etherparse::checksum::Sum16BitWords;
 use etherparse::{
-    err, ether_type, ip_number, Ethernet2HeaderSlice, Ipv4HeaderSlice, Ipv4Slice, LinkExtSlice,
-    LinkSlice, NetSlice, SingleVlanHeaderSlice, SlicedPacket, TransportSlice, UdpHeaderSlice,
-    UdpSlice,
+    err, ether_type, ip_number, Ethernet2HeaderSlice, Ethernet2Slice, Ipv4HeaderSlice, Ipv4Slice,
+    LinkExtSlice, LinkSlice, NetSlice, SingleVlanHeaderSlice, SingleVlanSlice, SlicedPacket,
+    TransportSlice, UdpHeaderSlice, UdpSlice,
 };
 
 /// How far epic-proto got through the four layers; the proptest counts
@@ -129,6 +129,15 @@ pub(crate) fn check(buf: &[u8]) -> Reached {
     );
     assert_eq!(u16::from(repr.ethertype), ethertype);
     assert_eq!(view.header_len(), ip_at);
+    // The link payload, the same slice of `buf` to both.
+    let link = Ethernet2Slice::from_slice_without_fcs(buf).unwrap();
+    let link_payload = match vlan {
+        Some(_) => SingleVlanSlice::from_slice(link.payload_slice())
+            .unwrap()
+            .payload_slice(),
+        None => link.payload_slice(),
+    };
+    assert!(core::ptr::eq(view.payload(), link_payload));
     // etherparse's own walk read the same tag. It goes on through
     // 0x88A8/0x9100/0x8100 tags and MACsec, which epic-proto treats as
     // EtherTypes (below).
@@ -317,6 +326,10 @@ fn check_ipv4(buf: &[u8], lax: &LaxFrame<'_>, stop: Option<Error>, ip_at: usize)
     };
     assert_eq!(sliced.payload_ip_number(), ip_number::UDP);
     let datagram = sliced.payload().payload;
+    assert!(
+        core::ptr::eq(view.payload(), datagram),
+        "IPv4 payload of {buf:02x?}"
+    );
     check_udp(buf, lax, stop, ip_at + IPV4_HEADER_LEN, datagram)
 }
 
