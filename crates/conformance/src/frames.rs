@@ -178,9 +178,14 @@ pub fn spoil(frame: &[u8], how: Corruption, slots: u32) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use epic_proto::testing::FrameBuilder;
 
+    /// An RC SEND Only from 10.0.0.1 to 10.0.0.2, QP 0x11, PSN 5.
     fn sample() -> Vec<u8> {
-        crate::test_frames::data_frame(Psn::from_truncated(5), &[1, 2, 3, 4, 5, 6, 7, 8])
+        FrameBuilder::new(Opcode::RcSendOnly)
+            .psn(Psn::from_truncated(5))
+            .payload(&[1, 2, 3, 4, 5, 6, 7, 8])
+            .build()
     }
 
     /// [CONF-004] Each spoiled copy is spoiled in exactly its way: the

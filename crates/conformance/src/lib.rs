@@ -31,6 +31,3 @@ pub mod pcapio;
 pub mod report;
 pub mod suite;
 pub mod trace;
-
-#[cfg(test)]
-mod test_frames;

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use epic_proto::testing::FrameBuilder;
 use epic_proto::wire::*;
 use epic_proto::Psn;
 use pcap_file::pcap::{PcapPacket, PcapWriter};
@@ -44,53 +45,15 @@ fn mac(last: u8) -> EthernetAddress {
     EthernetAddress([0x02, 0, 0, 0, 0, last])
 }
 
-fn base(opcode: Opcode, ext: ExtHeaders, psn: u32, payload_len: usize) -> RoceFrameRepr {
-    RoceFrameRepr {
-        eth: EthernetRepr {
-            dst: mac(2),
-            src: mac(1),
-            vlan: None,
-            ethertype: EtherType::Ipv4,
-        },
-        ipv4: Ipv4Repr {
-            src: Ipv4Addr::new(10, 0, 0, 1),
-            dst: Ipv4Addr::new(10, 0, 0, 2),
-            dscp: Dscp::try_new(26).unwrap(),
-            ecn: Ecn::Ect0,
-            ident: 0x1234,
-            dont_frag: true,
-            ttl: 64,
-            protocol: IpProtocol::Udp,
-            payload_len: 0,
-        },
-        udp: UdpRepr {
-            src_port: 0xc001,
-            dst_port: ROCEV2_PORT,
-            checksum: 0,
-            payload_len: 0,
-        },
-        bth: BthRepr {
-            opcode,
-            solicited: false,
-            mig_req: false,
-            pad_count: BthRepr::pad_for(payload_len),
-            tver: 0,
-            pkey: BthRepr::DEFAULT_PKEY,
-            fecn: false,
-            becn: false,
-            dest_qp: Qpn::try_new(0x11).unwrap(),
-            ack_req: false,
-            psn: Psn::try_new(psn).unwrap(),
-        },
-        ext,
-    }
-}
-
-fn emit(r: &RoceFrameRepr, payload: &[u8]) -> Vec<u8> {
-    let mut buf = vec![0u8; r.buffer_len(payload.len())];
-    let n = r.emit(payload, &mut buf).unwrap();
-    buf.truncate(n);
-    buf
+/// The golden frames' headers: DSCP 26, ECT(0), ident 0x1234, UDP source
+/// port 0xC001, no AckReq, the given opcode and PSN.
+fn base(opcode: Opcode, psn: u32) -> FrameBuilder {
+    FrameBuilder::new(opcode)
+        .tos(Dscp::try_new(26).unwrap(), Ecn::Ect0)
+        .ident(0x1234)
+        .src_port(0xc001)
+        .ack_req(false)
+        .psn(Psn::try_new(psn).unwrap())
 }
 
 fn all_reduce_header() -> EpicHeaderRepr {
@@ -112,31 +75,30 @@ fn all_reduce_header() -> EpicHeaderRepr {
 fn control(h: &EpicHeaderRepr, psn: u32) -> Vec<u8> {
     let mut payload = vec![0u8; h.buffer_len()];
     h.emit(&mut payload).unwrap();
-    let ext = ExtHeaders {
-        immdt: Some(ImmDtRepr(EPIC_IMM_TAG)),
-        ..ExtHeaders::default()
-    };
-    let mut r = base(Opcode::RcSendOnlyWithImmediate, ext, psn, payload.len());
-    r.bth.ack_req = true;
-    emit(&r, &payload)
+    base(Opcode::RcSendOnlyWithImmediate, psn)
+        .immdt(EPIC_IMM_TAG)
+        .ack_req(true)
+        .payload(&payload)
+        .build()
 }
 
 fn data(opcode: Opcode, psn: u32, len: usize, fill: u8) -> Vec<u8> {
     let payload: Vec<u8> = (0..len).map(|i| fill.wrapping_add(i as u8)).collect();
-    let mut r = base(opcode, ExtHeaders::default(), psn, len);
-    r.bth.ack_req = matches!(opcode, Opcode::RcSendLast | Opcode::RcSendOnly);
-    emit(&r, &payload)
+    base(opcode, psn)
+        .ack_req(matches!(opcode, Opcode::RcSendLast | Opcode::RcSendOnly))
+        .payload(&payload)
+        .build()
 }
 
+/// An ACK from 10.0.0.2 back to 10.0.0.1.
 fn ack(syndrome: Syndrome, psn: u32, msn: u32) -> Vec<u8> {
-    let ext = ExtHeaders {
-        aeth: Some(AethRepr { syndrome, msn }),
-        ..ExtHeaders::default()
-    };
-    let mut r = base(Opcode::RcAcknowledge, ext, psn, 0);
-    std::mem::swap(&mut r.ipv4.src, &mut r.ipv4.dst);
-    std::mem::swap(&mut r.eth.src, &mut r.eth.dst);
-    emit(&r, &[])
+    base(Opcode::RcAcknowledge, psn)
+        .aeth(AethRepr { syndrome, msn })
+        .src_mac(mac(2))
+        .dst_mac(mac(1))
+        .src_ip(Ipv4Addr::new(10, 0, 0, 2))
+        .dst_ip(Ipv4Addr::new(10, 0, 0, 1))
+        .build()
 }
 
 /// Fixes the IPv4 checksum and ICRC after a deliberate edit.
@@ -172,10 +134,10 @@ fn golden_frames() -> Vec<(&'static str, Vec<u8>)> {
     };
     v.push((
         "rdma write only with immediate, pad 3",
-        emit(
-            &base(Opcode::RcRdmaWriteOnlyWithImmediate, ext, 200, 13),
-            &[7u8; 13],
-        ),
+        base(Opcode::RcRdmaWriteOnlyWithImmediate, 200)
+            .ext(ext)
+            .payload(&[7u8; 13])
+            .build(),
     ));
     // [WIRE-048] UD SEND with DETH.
     let ext = ExtHeaders {
@@ -187,7 +149,10 @@ fn golden_frames() -> Vec<(&'static str, Vec<u8>)> {
     };
     v.push((
         "ud send only",
-        emit(&base(Opcode::UdSendOnly, ext, 5, 64), &[0x55; 64]),
+        base(Opcode::UdSendOnly, 5)
+            .ext(ext)
+            .payload(&[0x55; 64])
+            .build(),
     ));
     // [WIRE-049] FetchAdd and its ATOMIC ACK.
     let ext = ExtHeaders {
@@ -199,10 +164,7 @@ fn golden_frames() -> Vec<(&'static str, Vec<u8>)> {
         }),
         ..ExtHeaders::default()
     };
-    v.push((
-        "fetch add",
-        emit(&base(Opcode::RcFetchAdd, ext, 300, 0), &[]),
-    ));
+    v.push(("fetch add", base(Opcode::RcFetchAdd, 300).ext(ext).build()));
     let ext = ExtHeaders {
         aeth: Some(AethRepr {
             syndrome: Syndrome::ACK,
@@ -215,7 +177,7 @@ fn golden_frames() -> Vec<(&'static str, Vec<u8>)> {
     };
     v.push((
         "atomic ack",
-        emit(&base(Opcode::RcAtomicAcknowledge, ext, 300, 0), &[]),
+        base(Opcode::RcAtomicAcknowledge, 300).ext(ext).build(),
     ));
     // [WIRE-047] SEND only with invalidate.
     let ext = ExtHeaders {
@@ -224,17 +186,21 @@ fn golden_frames() -> Vec<(&'static str, Vec<u8>)> {
     };
     v.push((
         "send only with invalidate",
-        emit(&base(Opcode::RcSendOnlyWithInvalidate, ext, 7, 8), &[1; 8]),
+        base(Opcode::RcSendOnlyWithInvalidate, 7)
+            .ext(ext)
+            .payload(&[1; 8])
+            .build(),
     ));
     // [WIRE-051] CNP.
     let ext = ExtHeaders {
         cnp: Some(CnpRepr),
         ..ExtHeaders::default()
     };
-    let mut cnp = base(Opcode::Cnp, ext, 0, 0);
-    cnp.bth.becn = true;
-    cnp.ipv4.dscp = Dscp::try_new(48).unwrap();
-    v.push(("cnp", emit(&cnp, &[])));
+    let cnp = base(Opcode::Cnp, 0)
+        .ext(ext)
+        .ecn_bits(false, true)
+        .tos(Dscp::try_new(48).unwrap(), Ecn::Ect0);
+    v.push(("cnp", cnp.build()));
     // [WIRE-010] VLAN-tagged barrier control message.
     let barrier = EpicHeaderRepr {
         collective: Collective::Barrier,
@@ -249,17 +215,15 @@ fn golden_frames() -> Vec<(&'static str, Vec<u8>)> {
     };
     let mut payload = vec![0u8; 36];
     barrier.emit(&mut payload).unwrap();
-    let ext = ExtHeaders {
-        immdt: Some(ImmDtRepr(EPIC_IMM_TAG)),
-        ..ExtHeaders::default()
-    };
-    let mut tagged = base(Opcode::RcSendOnlyWithImmediate, ext, 104, 36);
-    tagged.eth.vlan = Some(VlanTag {
-        pcp: VlanPcp::try_new(3).unwrap(),
-        dei: false,
-        vid: VlanId::try_new(100).unwrap(),
-    });
-    v.push(("epic control: barrier, vlan 100", emit(&tagged, &payload)));
+    let tagged = base(Opcode::RcSendOnlyWithImmediate, 104)
+        .immdt(EPIC_IMM_TAG)
+        .vlan(Some(VlanTag {
+            pcp: VlanPcp::try_new(3).unwrap(),
+            dei: false,
+            vid: VlanId::try_new(100).unwrap(),
+        }))
+        .payload(&payload);
+    v.push(("epic control: barrier, vlan 100", tagged.build()));
     // [WIRE-022] Ethernet padding after the datagram is ignored.
     let mut padded = data(Opcode::RcSendOnly, 9, 0, 0);
     padded.extend_from_slice(&[0u8; 6]);

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use epic_proto::testing::FrameBuilder;
 use epic_proto::wire::*;
 use epic_proto::Psn;
 use pcap_file::pcap::{PcapPacket, PcapWriter};
@@ -320,59 +321,43 @@ fn random_frame(rng: &mut Rng, epic_control: bool) -> Sent {
         vid: VlanId::try_new(rng.below(4096) as u16).unwrap(),
     });
     let tos = rng.u8();
-    let repr = RoceFrameRepr {
-        eth: EthernetRepr {
-            dst: EthernetAddress(dst),
-            src: EthernetAddress(src),
-            vlan,
-            ethertype: EtherType::Ipv4,
-        },
-        ipv4: Ipv4Repr {
-            src: Ipv4Addr::from(rng.u32()),
-            dst: Ipv4Addr::from(rng.u32()),
-            dscp: Dscp::try_new(tos >> 2).unwrap(),
-            ecn: Ecn::from_bits(tos),
-            ident: rng.u16(),
-            dont_frag: rng.chance(85),
-            ttl: 1 + rng.below(255) as u8,
-            protocol: IpProtocol::Udp,
-            payload_len: 0,
-        },
-        udp: UdpRepr {
-            // rxe style (0xC000 | hash) mostly; always above 4791 so that
-            // Wireshark tries the RoCE port first.
-            src_port: if rng.chance(80) {
-                0xc000 | (rng.u16() & 0x3fff)
-            } else {
-                4792 + rng.below(u64::from(u16::MAX - 4792)) as u16
-            },
-            dst_port: ROCEV2_PORT,
-            checksum: if rng.chance(70) { 0 } else { rng.u16() },
-            payload_len: 0,
-        },
-        bth: BthRepr {
-            opcode,
-            solicited: !cnp_like && rng.chance(30),
-            mig_req: !cnp_like && rng.chance(30),
-            pad_count,
-            tver: 0,
-            pkey: if cnp_like {
-                BthRepr::DEFAULT_PKEY
-            } else {
-                let any = rng.u16();
-                rng.pick(&[BthRepr::DEFAULT_PKEY, 0x7fff, 0x8001, any])
-            },
-            fecn: !cnp_like && rng.chance(20),
-            becn: cnp_like || rng.chance(20),
-            dest_qp: Qpn::try_new(rng.u24().max(1)).unwrap(),
-            ack_req: !cnp_like && rng.chance(40),
-            psn: Psn::try_new(if cnp_like { 0 } else { rng.u24() }).unwrap(),
-        },
-        ext,
-    };
-    let mut bytes = vec![0u8; repr.buffer_len(payload.len())];
-    let n = repr.emit(&payload, &mut bytes).unwrap();
-    assert_eq!(n, bytes.len());
+    // The arguments draw from `rng` in the order the fields are written.
+    let frame = FrameBuilder::new(opcode)
+        .dst_mac(EthernetAddress(dst))
+        .src_mac(EthernetAddress(src))
+        .vlan(vlan)
+        .src_ip(Ipv4Addr::from(rng.u32()))
+        .dst_ip(Ipv4Addr::from(rng.u32()))
+        .tos(Dscp::try_new(tos >> 2).unwrap(), Ecn::from_bits(tos))
+        .ident(rng.u16())
+        .dont_frag(rng.chance(85))
+        .ttl(1 + rng.below(255) as u8)
+        // rxe style (0xC000 | hash) mostly; always above 4791 so that
+        // Wireshark tries the RoCE port first.
+        .src_port(if rng.chance(80) {
+            0xc000 | (rng.u16() & 0x3fff)
+        } else {
+            4792 + rng.below(u64::from(u16::MAX - 4792)) as u16
+        })
+        .udp_checksum(if rng.chance(70) { 0 } else { rng.u16() })
+        .solicited(!cnp_like && rng.chance(30))
+        .mig_req(!cnp_like && rng.chance(30))
+        .pad_count(pad_count)
+        .pkey(if cnp_like {
+            BthRepr::DEFAULT_PKEY
+        } else {
+            let any = rng.u16();
+            rng.pick(&[BthRepr::DEFAULT_PKEY, 0x7fff, 0x8001, any])
+        })
+        .ecn_bits(!cnp_like && rng.chance(20), cnp_like || rng.chance(20))
+        .dest_qp(Qpn::try_new(rng.u24().max(1)).unwrap())
+        .ack_req(!cnp_like && rng.chance(40))
+        .psn(Psn::try_new(if cnp_like { 0 } else { rng.u24() }).unwrap())
+        .ext(ext)
+        .payload(&payload);
+    let repr = frame.repr();
+    let bytes = frame.build();
+    let n = bytes.len();
     let icrc = u32::from_le_bytes(bytes[n - 4..].try_into().unwrap());
     Sent {
         repr,

@@ -51,11 +51,10 @@ use epic_proto::engine::{
     ContextConfig, EndpointConfig, EngineConfig, EngineDropReason, IncEngine, Mode, Peer, PipeId,
     PsnAlignment, FRAME_OVERHEAD,
 };
+use epic_proto::testing::FrameBuilder;
 use epic_proto::wire::{
-    AethRepr, BthRepr, Collective, DataType, Dscp, Ecn, EpicFlags, EpicHeaderRepr, EtherType,
-    EthernetAddress, EthernetRepr, ExtHeaders, GroupId, ImmDtRepr, IpProtocol, Ipv4Repr, Opcode,
-    Qpn, ReduceOp, RoceFrame, RoceFrameRepr, Syndrome, UdpRepr, EPIC_HEADER_LEN, EPIC_IMM_TAG,
-    ROCEV2_PORT,
+    AethRepr, Collective, DataType, EpicFlags, EpicHeaderRepr, EthernetAddress, ExtHeaders,
+    GroupId, ImmDtRepr, Opcode, Qpn, ReduceOp, RoceFrame, Syndrome, EPIC_HEADER_LEN, EPIC_IMM_TAG,
 };
 use epic_proto::{Instant, Psn};
 
@@ -119,47 +118,19 @@ fn context(d: u16, mode: Mode) -> ContextConfig {
 
 /// Writes the frame rank `r` sends the switch into `buf` (resized to it).
 fn emit(buf: &mut Vec<u8>, r: u16, opcode: Opcode, psn: Psn, ext: ExtHeaders, payload: &[u8]) {
-    let repr = RoceFrameRepr {
-        eth: EthernetRepr {
-            dst: SWITCH_MAC,
-            src: rank_mac(r),
-            vlan: None,
-            ethertype: EtherType::Ipv4,
-        },
-        ipv4: Ipv4Repr {
-            src: rank_ip(r),
-            dst: SWITCH_IP,
-            dscp: Dscp::default(),
-            ecn: Ecn::NotEct,
-            ident: 0,
-            dont_frag: true,
-            ttl: 64,
-            protocol: IpProtocol::Udp,
-            payload_len: 0,
-        },
-        udp: UdpRepr {
-            src_port: 0xc000 + r,
-            dst_port: ROCEV2_PORT,
-            checksum: 0,
-            payload_len: 0,
-        },
-        bth: BthRepr {
-            opcode,
-            solicited: false,
-            mig_req: false,
-            pad_count: BthRepr::pad_for(payload.len()),
-            tver: 0,
-            pkey: BthRepr::DEFAULT_PKEY,
-            fecn: false,
-            becn: false,
-            dest_qp: switch_qpn(r),
-            ack_req: opcode != Opcode::RcAcknowledge,
-            psn,
-        },
-        ext,
-    };
-    buf.resize(repr.buffer_len(payload.len()), 0);
-    repr.emit(payload, buf).unwrap();
+    FrameBuilder::new(opcode)
+        .dst_mac(SWITCH_MAC)
+        .src_mac(rank_mac(r))
+        .src_ip(rank_ip(r))
+        .dst_ip(SWITCH_IP)
+        .ident(0)
+        .src_port(0xc000 + r)
+        .dest_qp(switch_qpn(r))
+        .psn(psn)
+        .ext(ext)
+        .payload(payload)
+        .emit_into(buf)
+        .unwrap();
 }
 
 fn data_frame(buf: &mut Vec<u8>, r: u16, psn: Psn, payload: &[u8]) {

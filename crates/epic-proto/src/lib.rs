@@ -20,6 +20,8 @@
 //!   conveniences only.
 //! - `serde`: `Serialize`/`Deserialize` for the owned representations.
 //! - `proptest`: the strategies in `test_gens` (implies `std`).
+//! - `testing`: `testing::FrameBuilder`, the frames tests and benches emit
+//!   (implies `alloc`). Test support only.
 //! - `mutants` (test only): deliberately wrong engine variants
 //!   (`engine::Pitfall`) for the conformance suite's proof that it catches
 //!   bugs. Never enable it in a switch.
@@ -56,6 +58,8 @@ pub mod wire;
 
 #[cfg(feature = "proptest")]
 pub mod test_gens;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use psn::Psn;
 pub use time::{Duration, Instant};

@@ -35,9 +35,6 @@ mod signal;
 mod spec;
 pub mod stdio;
 
-#[cfg(test)]
-mod router_tests;
-
 pub use config::{ConfigError, SwitchConfig};
 pub use counters::{ContextCounters, DropReason, Drops, PortCounters, SwitchCounters};
 pub use handle::{spawn, SwitchControl, SwitchHandle};

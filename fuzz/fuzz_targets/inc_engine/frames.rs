@@ -1,11 +1,10 @@
 //! The Harness: frames from the switch's peers, valid and otherwise.
 
 use epic_proto::roce::rxe_udp_sport;
+use epic_proto::testing::FrameBuilder;
 use epic_proto::wire::{
-    refresh_checksums, rewrite_headers, AethRepr, BthRepr, Collective, DataType, Dscp, Ecn,
-    EtherType, EthernetRepr, ExtHeaders, HeaderRewrite, ImmDtRepr, IpProtocol, Ipv4Repr, NakCode,
-    Opcode, ReduceOp, RoceFrame, RoceFrameRepr, Syndrome, UdpRepr, EPIC_HEADER_LEN, EPIC_IMM_TAG,
-    ROCEV2_PORT,
+    refresh_checksums, rewrite_headers, AethRepr, Collective, DataType, ExtHeaders, HeaderRewrite,
+    ImmDtRepr, NakCode, Opcode, ReduceOp, RoceFrame, Syndrome, EPIC_HEADER_LEN, EPIC_IMM_TAG,
 };
 
 use super::model::Pat;
@@ -25,52 +24,24 @@ impl Harness {
         payload: &[u8],
     ) -> Vec<u8> {
         let e = self.ctxs[ci].ep(ep);
-        let repr = RoceFrameRepr {
-            eth: EthernetRepr {
-                dst: SWITCH_MAC,
-                src: e.remote_mac,
-                vlan: None,
-                ethertype: EtherType::Ipv4,
-            },
-            ipv4: Ipv4Repr {
-                src: e.remote_ip,
-                dst: SWITCH_IP,
-                dscp: Dscp::default(),
-                ecn: Ecn::NotEct,
-                ident: 0,
-                dont_frag: true,
-                ttl: 64,
-                protocol: IpProtocol::Udp,
-                payload_len: 0,
-            },
-            udp: UdpRepr {
-                src_port: rxe_udp_sport(e.remote_qpn, e.local_qpn),
-                dst_port: ROCEV2_PORT,
-                checksum: 0,
-                payload_len: 0,
-            },
-            bth: BthRepr {
-                opcode,
-                solicited: false,
-                mig_req: false,
-                pad_count: BthRepr::pad_for(payload.len()),
-                tver: 0,
-                pkey: BthRepr::DEFAULT_PKEY,
-                fecn: false,
-                becn: false,
-                dest_qp: e.local_qpn,
-                ack_req,
-                psn,
-            },
-            ext,
-        };
-        let mut buf = vec![0u8; repr.buffer_len(payload.len())];
-        match repr.emit(payload, &mut buf) {
-            Ok(n) => {
-                buf.truncate(n);
-                buf
-            }
-            Err(err) => panic!("emit of a synthesized frame failed: {err:?} ({repr:?})"),
+        let frame = FrameBuilder::new(opcode)
+            .dst_mac(SWITCH_MAC)
+            .src_mac(e.remote_mac)
+            .src_ip(e.remote_ip)
+            .dst_ip(SWITCH_IP)
+            .ident(0)
+            .src_port(rxe_udp_sport(e.remote_qpn, e.local_qpn))
+            .dest_qp(e.local_qpn)
+            .ack_req(ack_req)
+            .psn(psn)
+            .ext(ext)
+            .payload(payload);
+        match frame.try_build() {
+            Ok(buf) => buf,
+            Err(err) => panic!(
+                "emit of a synthesized frame failed: {err:?} ({:?})",
+                frame.repr()
+            ),
         }
     }
 

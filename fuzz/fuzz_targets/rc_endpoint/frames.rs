@@ -1,5 +1,7 @@
 //! The Harness: virtual time, timers and the two fuzz-controlled links.
 
+use epic_proto::testing::FrameBuilder;
+
 use super::checks::check_emitted;
 use super::*;
 
@@ -327,80 +329,53 @@ impl Harness {
             cnp: layout.cnp.then_some(CnpRepr),
         };
         let path = cfg.path;
-        let repr = RoceFrameRepr {
-            eth: EthernetRepr {
-                dst: path.local_mac,
-                src: path.remote_mac,
-                vlan: if flags & 0x10 != 0 {
-                    Some(VlanTag {
-                        pcp: VlanPcp::try_new(0).unwrap_or_else(|_| unreachable!()),
-                        dei: false,
-                        vid: VlanId::try_new(7).unwrap_or_else(|_| unreachable!()),
-                    })
-                } else {
-                    None
-                },
-                ethertype: EtherType::Ipv4,
-            },
-            ipv4: Ipv4Repr {
-                src: if flags & 2 != 0 {
-                    Ipv4Addr::new(10, 9, 9, 9)
-                } else {
-                    path.remote_ip
-                },
-                dst: if flags & 1 != 0 {
-                    Ipv4Addr::new(10, 8, 8, 8)
-                } else {
-                    path.local_ip
-                },
-                dscp: Dscp::default(),
-                ecn: Ecn::from_bits(flags >> 6),
-                ident: 0,
-                dont_frag: true,
-                ttl: 64,
-                protocol: IpProtocol::Udp,
-                payload_len: 0,
-            },
-            udp: UdpRepr {
-                src_port: 0xc000,
-                dst_port: ROCEV2_PORT,
-                checksum: 0,
-                payload_len: 0,
-            },
-            bth: BthRepr {
-                opcode,
-                solicited: false,
-                mig_req: false,
-                pad_count: if flags & 0x80 != 0 && flags & 0x40 != 0 {
-                    (len_sel >> 5) & 3
-                } else {
-                    BthRepr::pad_for(payload_len)
-                },
-                tver: 0,
-                pkey: if flags & 8 != 0 {
-                    cfg.pkey ^ 0x0001
-                } else {
-                    cfg.pkey
-                },
-                fecn: false,
-                becn: false,
-                dest_qp: if flags & 4 != 0 {
-                    qpn(cfg.local_qpn.value() ^ 1)
-                } else {
-                    cfg.local_qpn
-                },
-                ack_req: flags & 0x20 != 0,
-                psn,
-            },
-            ext,
-        };
-        let mut buf = vec![0u8; repr.buffer_len(payload.len())];
-        match repr.emit(&payload, &mut buf) {
-            Ok(n) => {
-                buf.truncate(n);
-                self.inject(to, &buf);
-            }
-            Err(e) => panic!("emit of a synthesized frame failed: {e:?} ({repr:?})"),
+        let vlan = (flags & 0x10 != 0).then(|| VlanTag {
+            pcp: VlanPcp::try_new(0).unwrap_or_else(|_| unreachable!()),
+            dei: false,
+            vid: VlanId::try_new(7).unwrap_or_else(|_| unreachable!()),
+        });
+        let frame = FrameBuilder::new(opcode)
+            .dst_mac(path.local_mac)
+            .src_mac(path.remote_mac)
+            .vlan(vlan)
+            .src_ip(if flags & 2 != 0 {
+                Ipv4Addr::new(10, 9, 9, 9)
+            } else {
+                path.remote_ip
+            })
+            .dst_ip(if flags & 1 != 0 {
+                Ipv4Addr::new(10, 8, 8, 8)
+            } else {
+                path.local_ip
+            })
+            .tos(Dscp::default(), Ecn::from_bits(flags >> 6))
+            .ident(0)
+            .src_port(0xc000)
+            .pad_count(if flags & 0x80 != 0 && flags & 0x40 != 0 {
+                (len_sel >> 5) & 3
+            } else {
+                BthRepr::pad_for(payload_len)
+            })
+            .pkey(if flags & 8 != 0 {
+                cfg.pkey ^ 0x0001
+            } else {
+                cfg.pkey
+            })
+            .dest_qp(if flags & 4 != 0 {
+                qpn(cfg.local_qpn.value() ^ 1)
+            } else {
+                cfg.local_qpn
+            })
+            .ack_req(flags & 0x20 != 0)
+            .psn(psn)
+            .ext(ext)
+            .payload(&payload);
+        match frame.try_build() {
+            Ok(buf) => self.inject(to, &buf),
+            Err(e) => panic!(
+                "emit of a synthesized frame failed: {e:?} ({:?})",
+                frame.repr()
+            ),
         }
     }
 

@@ -61,9 +61,9 @@ use epic_proto::roce::{
 };
 use epic_proto::wire::{
     is_epic_control, refresh_checksums, rewrite_headers, AethRepr, AtomicAckEthRepr, AtomicEthRepr,
-    BthRepr, CnpRepr, DethRepr, Dscp, Ecn, EtherType, EthernetAddress, EthernetRepr, ExtHeaders,
-    HeaderRewrite, IethRepr, ImmDtRepr, IpProtocol, Ipv4Repr, Opcode, Qpn, RethRepr, RoceFrame,
-    RoceFrameRepr, Syndrome, Transport, UdpRepr, VlanId, VlanPcp, VlanTag, ROCEV2_PORT,
+    BthRepr, CnpRepr, DethRepr, Dscp, Ecn, EthernetAddress, ExtHeaders, HeaderRewrite, IethRepr,
+    ImmDtRepr, Opcode, Qpn, RethRepr, RoceFrame, Syndrome, Transport, VlanId, VlanPcp, VlanTag,
+    ROCEV2_PORT,
 };
 use epic_proto::{Duration, Instant, Psn};
 use libfuzzer_sys::fuzz_target;

@@ -1,73 +1,18 @@
 //! Tests of whole-frame parsing and building (`frame.rs`).
 use super::*;
 use crate::psn::Psn;
-use crate::wire::{
-    Collective, DataType, Dscp, Ecn, EpicFlags, EthernetAddress, GroupId, ImmDtRepr, Qpn, ReduceOp,
-    RethRepr,
-};
-use core::net::Ipv4Addr;
+use crate::testing::FrameBuilder;
+use crate::wire::{Collective, DataType, EpicFlags, GroupId, ReduceOp, RethRepr};
 use std::vec;
 use std::vec::Vec;
 
-fn repr(opcode: Opcode, ext: ExtHeaders, payload_len: usize) -> RoceFrameRepr {
-    RoceFrameRepr {
-        eth: EthernetRepr {
-            dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
-            src: EthernetAddress([2, 0, 0, 0, 0, 1]),
-            vlan: None,
-            ethertype: EtherType::Ipv4,
-        },
-        ipv4: Ipv4Repr {
-            src: Ipv4Addr::new(10, 0, 0, 1),
-            dst: Ipv4Addr::new(10, 0, 0, 2),
-            dscp: Dscp::default(),
-            ecn: Ecn::NotEct,
-            ident: 1,
-            dont_frag: true,
-            ttl: 64,
-            protocol: IpProtocol::Udp,
-            payload_len: 0,
-        },
-        udp: UdpRepr {
-            src_port: 0xc000,
-            dst_port: ROCEV2_PORT,
-            checksum: 0,
-            payload_len: 0,
-        },
-        bth: BthRepr {
-            opcode,
-            solicited: false,
-            mig_req: false,
-            pad_count: BthRepr::pad_for(payload_len),
-            tver: 0,
-            pkey: BthRepr::DEFAULT_PKEY,
-            fecn: false,
-            becn: false,
-            dest_qp: Qpn::try_new(0x11).unwrap(),
-            ack_req: true,
-            psn: Psn::try_new(100).unwrap(),
-        },
-        ext,
-    }
-}
-
-fn emit(r: &RoceFrameRepr, payload: &[u8]) -> Vec<u8> {
-    let mut buf = vec![0u8; r.buffer_len(payload.len())];
-    r.emit(payload, &mut buf).unwrap();
-    buf
+/// The frames of these tests: defaults, PSN 100.
+fn frame(opcode: Opcode) -> FrameBuilder {
+    FrameBuilder::new(opcode).psn(Psn::from_truncated(100))
 }
 
 fn control(h: &EpicHeaderRepr) -> Vec<u8> {
-    let mut payload = vec![0u8; h.buffer_len()];
-    h.emit(&mut payload).unwrap();
-    let ext = ExtHeaders {
-        immdt: Some(ImmDtRepr(EPIC_IMM_TAG)),
-        ..ExtHeaders::default()
-    };
-    emit(
-        &repr(Opcode::RcSendOnlyWithImmediate, ext, payload.len()),
-        &payload,
-    )
+    FrameBuilder::epic(h).psn(Psn::from_truncated(100)).build()
 }
 
 fn barrier() -> EpicHeaderRepr {
@@ -121,16 +66,12 @@ fn control_payload_and_psn() {
     h.payload_bytes_per_packet = 64;
     let mut payload = vec![0xeeu8; 44];
     h.emit(&mut payload).unwrap();
-    let ext = ExtHeaders {
-        immdt: Some(ImmDtRepr(EPIC_IMM_TAG)),
-        ..ExtHeaders::default()
-    };
-    let r = repr(Opcode::RcSendOnlyWithImmediate, ext, payload.len());
-    let f = emit(&r, &payload);
+    let r = frame(Opcode::RcSendOnlyWithImmediate)
+        .immdt(EPIC_IMM_TAG)
+        .payload(&payload);
+    let f = r.build();
     assert_eq!(RoceFrame::parse_verified(&f).unwrap().epic, Some(h));
-    let mut inside = r;
-    inside.bth.psn = h.first_psn;
-    let f = emit(&inside, &payload);
+    let f = r.psn(h.first_psn).build();
     let err = RoceFrame::parse_verified(&f).unwrap_err();
     assert_eq!(
         err.kind,
@@ -150,11 +91,7 @@ fn lax_keeps_extension_headers_before_the_failure() {
         rkey: 7,
         dma_len: 0,
     };
-    let ext = ExtHeaders {
-        reth: Some(reth),
-        ..ExtHeaders::default()
-    };
-    let mut f = emit(&repr(Opcode::RcRdmaWriteOnly, ext, 0), &[]);
+    let mut f = frame(Opcode::RcRdmaWriteOnly).reth(reth).build();
     f[42] = Opcode::RcRdmaWriteOnlyWithImmediate.into();
     let lax = LaxFrame::parse(&f);
     let stop = lax.stop.unwrap();
@@ -169,7 +106,7 @@ fn lax_keeps_extension_headers_before_the_failure() {
 // length: a broken datagram to another port is not RoCEv2.
 #[test]
 fn port_before_udp_length() {
-    let mut f = emit(&repr(Opcode::RcSendOnly, ExtHeaders::default(), 8), &[1; 8]);
+    let mut f = frame(Opcode::RcSendOnly).payload(&[1; 8]).build();
     f[36..38].copy_from_slice(&53u16.to_be_bytes());
     f[38..40].copy_from_slice(&9u16.to_be_bytes());
     let err = RoceFrame::parse(&f).unwrap_err();
@@ -185,7 +122,7 @@ fn port_before_udp_length() {
 // or port are not RoCEv2; in front of UDP 4791 they are malformed.
 #[test]
 fn options_are_judged_by_what_they_carry() {
-    let f = emit(&repr(Opcode::RcSendOnly, ExtHeaders::default(), 8), &[1; 8]);
+    let f = frame(Opcode::RcSendOnly).payload(&[1; 8]).build();
     let mut opt = f[..34].to_vec();
     opt.extend_from_slice(&[1, 1, 1, 1]);
     opt.extend_from_slice(&f[34..]);

@@ -1,6 +1,7 @@
 //! Malformed input: typed errors.
 
 use epic_proto::test_gens::*;
+use epic_proto::testing::FrameBuilder;
 use epic_proto::wire::*;
 use epic_proto::Psn;
 use proptest::prelude::*;
@@ -262,50 +263,16 @@ pub(crate) fn all_reduce() -> EpicHeaderRepr {
     }
 }
 
-/// A minimal RC SEND_ONLY_WITH_IMMEDIATE frame carrying `imm`.
-pub(crate) fn control_repr(imm: u32, vlan: Option<VlanTag>) -> RoceFrameRepr {
-    RoceFrameRepr {
-        eth: EthernetRepr {
-            dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
-            src: EthernetAddress([2, 0, 0, 0, 0, 1]),
-            vlan,
-            ethertype: EtherType::Ipv4,
-        },
-        ipv4: Ipv4Repr {
-            src: [10, 0, 0, 1].into(),
-            dst: [10, 0, 0, 2].into(),
-            dscp: Dscp::try_new(26).unwrap(),
-            ecn: Ecn::Ect0,
-            ident: 1,
-            dont_frag: true,
-            ttl: 64,
-            protocol: IpProtocol::Udp,
-            payload_len: 0,
-        },
-        udp: UdpRepr {
-            src_port: 0xc000,
-            dst_port: ROCEV2_PORT,
-            checksum: 0,
-            payload_len: 0,
-        },
-        bth: BthRepr {
-            opcode: Opcode::RcSendOnlyWithImmediate,
-            solicited: false,
-            mig_req: true,
-            pad_count: 0,
-            tver: 0,
-            pkey: BthRepr::DEFAULT_PKEY,
-            fecn: false,
-            becn: false,
-            dest_qp: Qpn::try_new(0x11).unwrap(),
-            ack_req: true,
-            psn: Psn::try_new(5).unwrap(),
-        },
-        ext: ExtHeaders {
-            immdt: Some(ImmDtRepr(imm)),
-            ..ExtHeaders::default()
-        },
-    }
+/// A minimal RC SEND_ONLY_WITH_IMMEDIATE frame carrying `imm`, pad
+/// count 0.
+pub(crate) fn control_frame(imm: u32, vlan: Option<VlanTag>) -> FrameBuilder {
+    FrameBuilder::new(Opcode::RcSendOnlyWithImmediate)
+        .vlan(vlan)
+        .tos(Dscp::try_new(26).unwrap(), Ecn::Ect0)
+        .mig_req(true)
+        .psn(Psn::try_new(5).unwrap())
+        .immdt(imm)
+        .pad_count(0)
 }
 
 // [WIRE-112] The packet count mismatch of a concrete header, at the payload
@@ -314,12 +281,12 @@ pub(crate) fn control_repr(imm: u32, vlan: Option<VlanTag>) -> RoceFrameRepr {
 pub(crate) fn epic_packet_count_mismatch_unit() {
     let tag = VlanTag::from_tci(0x6064);
     for (vlan, payload_at) in [(None, 58), (Some(tag), 62)] {
-        let repr = control_repr(EPIC_IMM_TAG, vlan);
+        let frame = control_frame(EPIC_IMM_TAG, vlan);
         let mut bad = all_reduce();
         bad.packet_count = 5;
         let mut payload = [0u8; EPIC_HEADER_LEN];
         bad.emit(&mut payload).unwrap();
-        let buf = emit_frame(&repr, &payload);
+        let buf = frame.clone().payload(&payload).build();
         let e = RoceFrame::parse(&buf).unwrap_err();
         assert_eq!(e.layer, Layer::Epic);
         assert_eq!(e.offset, payload_at);
@@ -336,7 +303,7 @@ pub(crate) fn epic_packet_count_mismatch_unit() {
 
         // The valid header parses.
         all_reduce().emit(&mut payload).unwrap();
-        let buf = emit_frame(&repr, &payload);
+        let buf = frame.payload(&payload).build();
         assert_eq!(
             RoceFrame::parse_verified(&buf).unwrap().epic,
             Some(all_reduce())
@@ -347,11 +314,10 @@ pub(crate) fn epic_packet_count_mismatch_unit() {
 // [WIRE-102] EPIC version 2 at the payload offset.
 #[test]
 pub(crate) fn epic_version_2_unit() {
-    let repr = control_repr(EPIC_IMM_TAG, None);
     let mut payload = [0u8; EPIC_HEADER_LEN];
     all_reduce().emit(&mut payload).unwrap();
     payload[0] = 2;
-    let buf = emit_frame(&repr, &payload);
+    let buf = control_frame(EPIC_IMM_TAG, None).payload(&payload).build();
     assert_eq!(
         RoceFrame::parse(&buf).unwrap_err(),
         err(Layer::Epic, 58, ErrorKind::EpicVersion { version: 2 })
@@ -361,10 +327,11 @@ pub(crate) fn epic_version_2_unit() {
 // [WIRE-101] Without the EPIC tag the same bytes are an ordinary SEND.
 #[test]
 pub(crate) fn untagged_immediate_is_not_control() {
-    let repr = control_repr(EPIC_IMM_TAG ^ 1, None);
     let mut payload = [0u8; EPIC_HEADER_LEN];
     payload[0] = 2; // would be a version error under the tag
-    let buf = emit_frame(&repr, &payload);
+    let buf = control_frame(EPIC_IMM_TAG ^ 1, None)
+        .payload(&payload)
+        .build();
     let f = RoceFrame::parse_verified(&buf).unwrap();
     assert_eq!(f.epic, None);
     assert_eq!(f.payload, &payload[..]);
@@ -374,10 +341,11 @@ pub(crate) fn untagged_immediate_is_not_control() {
 #[test]
 pub(crate) fn unknown_opcode_unit() {
     for (vlan, bth) in [(None, 42), (Some(VlanTag::from_tci(1)), 46)] {
-        let mut repr = control_repr(0, vlan);
-        repr.bth.opcode = Opcode::from(0x15);
-        repr.ext = ExtHeaders::default();
-        let buf = emit_frame(&repr, &[1, 2, 3, 4]);
+        let buf = control_frame(0, vlan)
+            .opcode(Opcode::from(0x15))
+            .ext(ExtHeaders::default())
+            .payload(&[1, 2, 3, 4])
+            .build();
         assert_eq!(
             RoceFrame::parse(&buf).unwrap_err(),
             err(Layer::Bth, bth, ErrorKind::UnknownOpcode { opcode: 0x15 })
@@ -388,10 +356,11 @@ pub(crate) fn unknown_opcode_unit() {
 // [WIRE-043] Pad count 3 with a 1-byte payload.
 #[test]
 pub(crate) fn pad_overrun_unit() {
-    let mut repr = control_repr(0, None);
-    repr.bth.opcode = Opcode::RcSendOnly;
-    repr.ext = ExtHeaders::default();
-    let mut buf = emit_frame(&repr, &[0xab]);
+    let mut buf = control_frame(0, None)
+        .opcode(Opcode::RcSendOnly)
+        .ext(ExtHeaders::default())
+        .payload(&[0xab])
+        .build();
     buf[43] |= 0x30;
     assert_eq!(
         RoceFrame::parse(&buf).unwrap_err(),
@@ -409,9 +378,10 @@ pub(crate) fn pad_overrun_unit() {
 // [WIRE-030] Port 53 is not RoCE.
 #[test]
 pub(crate) fn non_roce_port_unit() {
-    let mut repr = control_repr(0, None);
-    repr.udp.dst_port = 53;
-    let buf = emit_frame(&repr, &[0; 36]);
+    let buf = control_frame(0, None)
+        .dst_port(53)
+        .payload(&[0; 36])
+        .build();
     let e = RoceFrame::parse(&buf).unwrap_err();
     assert!(e.is_not_roce());
     assert_eq!(e, err(Layer::Udp, 34, ErrorKind::NotRoce { dst_port: 53 }));

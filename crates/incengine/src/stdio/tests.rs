@@ -6,11 +6,9 @@ use std::net::Ipv4Addr;
 
 use epic_proto::engine::EngineDropReason;
 use epic_proto::psn::Psn;
+use epic_proto::testing::FrameBuilder;
 use epic_proto::time::Instant;
-use epic_proto::wire::{
-    BthRepr, Dscp, Ecn, EtherType, EthernetAddress, EthernetRepr, ExtHeaders, IpProtocol, Ipv4Repr,
-    Opcode, Qpn, RoceFrameRepr, UdpRepr, ROCEV2_PORT,
-};
+use epic_proto::wire::{EthernetAddress, Opcode, Qpn};
 use proptest::prelude::*;
 
 use super::*;
@@ -72,50 +70,16 @@ fn arp_request(target: Ipv4Addr) -> Vec<u8> {
 
 /// A valid RoCEv2 SEND_ONLY from rank 1 to the switch, QP `qp`.
 fn roce_to_switch(qp: u32) -> Vec<u8> {
-    let payload = [0x5au8; 64];
-    let repr = RoceFrameRepr {
-        eth: EthernetRepr {
-            dst: SW_MAC,
-            src: RANK1_MAC,
-            vlan: None,
-            ethertype: EtherType::Ipv4,
-        },
-        ipv4: Ipv4Repr {
-            src: RANK1_IP,
-            dst: SW_IP,
-            dscp: Dscp::default(),
-            ecn: Ecn::NotEct,
-            ident: 7,
-            dont_frag: true,
-            ttl: 64,
-            protocol: IpProtocol::Udp,
-            payload_len: 0,
-        },
-        udp: UdpRepr {
-            src_port: 0xc000,
-            dst_port: ROCEV2_PORT,
-            checksum: 0,
-            payload_len: 0,
-        },
-        bth: BthRepr {
-            opcode: Opcode::RcSendOnly,
-            solicited: false,
-            mig_req: false,
-            pad_count: BthRepr::pad_for(payload.len()),
-            tver: 0,
-            pkey: BthRepr::DEFAULT_PKEY,
-            fecn: false,
-            becn: false,
-            dest_qp: Qpn::try_new(qp).unwrap(),
-            ack_req: true,
-            psn: Psn::try_new(100).unwrap(),
-        },
-        ext: ExtHeaders::default(),
-    };
-    let mut buf = vec![0u8; repr.buffer_len(payload.len())];
-    let len = repr.emit(&payload, &mut buf).unwrap();
-    buf.truncate(len);
-    buf
+    FrameBuilder::new(Opcode::RcSendOnly)
+        .dst_mac(SW_MAC)
+        .src_mac(RANK1_MAC)
+        .src_ip(RANK1_IP)
+        .dst_ip(SW_IP)
+        .ident(7)
+        .dest_qp(Qpn::try_new(qp).unwrap())
+        .psn(Psn::try_new(100).unwrap())
+        .payload(&[0x5au8; 64])
+        .build()
 }
 
 // ---- codec ----------------------------------------------------------------

@@ -1,16 +1,13 @@
-//! Tests of the router (`router.rs`) with byte frames.
+//! Tests of the router (`incengine::Router`) with byte frames.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::net::Ipv4Addr;
 
 use epic_proto::psn::Psn;
-use epic_proto::wire::{
-    BthRepr, Dscp, Ecn, EtherType, EthernetAddress, EthernetRepr, ExtHeaders, IpProtocol,
-    Ipv4Packet, Ipv4Repr, Opcode, Qpn, RoceFrame, RoceFrameRepr, UdpRepr, ROCEV2_PORT,
-};
+use epic_proto::testing::FrameBuilder;
+use epic_proto::wire::{EthernetAddress, Ipv4Packet, Opcode, RoceFrame};
+use incengine::{Route, RouteDropReason, RouteError, RouteOutcome, Router};
 use proptest::prelude::*;
-
-use super::*;
 
 const SW_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0x01, 0, 0]);
 const SW_IP: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 0);
@@ -279,50 +276,14 @@ fn bad_routes_are_refused() {
 
 /// A RoCEv2 SEND_ONLY from 10.0.0.1 to `dst`, Ethernet to the switch.
 fn roce_frame(dst: Ipv4Addr) -> Vec<u8> {
-    let payload = [0x5au8; 64];
-    let repr = RoceFrameRepr {
-        eth: EthernetRepr {
-            dst: SW_MAC,
-            src: HOST_A_MAC,
-            vlan: None,
-            ethertype: EtherType::Ipv4,
-        },
-        ipv4: Ipv4Repr {
-            src: Ipv4Addr::new(10, 0, 0, 1),
-            dst,
-            dscp: Dscp::default(),
-            ecn: Ecn::NotEct,
-            ident: 7,
-            dont_frag: true,
-            ttl: 64,
-            protocol: IpProtocol::Udp,
-            payload_len: 0,
-        },
-        udp: UdpRepr {
-            src_port: 0xc000,
-            dst_port: ROCEV2_PORT,
-            checksum: 0,
-            payload_len: 0,
-        },
-        bth: BthRepr {
-            opcode: Opcode::RcSendOnly,
-            solicited: false,
-            mig_req: false,
-            pad_count: BthRepr::pad_for(payload.len()),
-            tver: 0,
-            pkey: BthRepr::DEFAULT_PKEY,
-            fecn: false,
-            becn: false,
-            dest_qp: Qpn::try_new(0x11).unwrap(),
-            ack_req: true,
-            psn: Psn::try_new(100).unwrap(),
-        },
-        ext: ExtHeaders::default(),
-    };
-    let mut buf = vec![0u8; repr.buffer_len(payload.len())];
-    let len = repr.emit(&payload, &mut buf).unwrap();
-    buf.truncate(len);
-    buf
+    FrameBuilder::new(Opcode::RcSendOnly)
+        .dst_mac(SW_MAC)
+        .src_mac(HOST_A_MAC)
+        .dst_ip(dst)
+        .ident(7)
+        .psn(Psn::try_new(100).unwrap())
+        .payload(&[0x5au8; 64])
+        .build()
 }
 
 /// [SW-013] [WIRE-073] A RoCEv2 frame routed through (TTL and checksum
