@@ -15,6 +15,8 @@
 
 use std::io;
 
+use epic_io::RxBatch;
+
 use epic_proto::engine::Mode;
 use epic_proto::host::{HostError, HostEvent, HostRank};
 use epic_proto::roce::WcStatus;
@@ -202,6 +204,16 @@ impl Core {
     /// Whether an outcome waits to be polled.
     pub(crate) fn has_outcome(&self) -> bool {
         self.outcome.is_some()
+    }
+
+    /// Hands every frame of a received batch to
+    /// [`handle_frame`](Core::handle_frame), then runs
+    /// [`after_input`](Core::after_input). [COMM-020]
+    pub(crate) fn handle_batch(&mut self, now: Instant, batch: &RxBatch) {
+        for (_, frame) in batch.iter() {
+            self.handle_frame(now, frame);
+        }
+        self.after_input(now);
     }
 
     /// Hands one received frame to the QP its BTH destination QP names.
