@@ -104,6 +104,7 @@ fn as_received(frame: &[u8]) -> Received {
         buf: vec![0; MAX_FRAME],
         len: 0,
         port: 0,
+        icrc: None,
     };
     slot.buf[Rebuilder::HEADROOM..Rebuilder::HEADROOM + body.len()].copy_from_slice(body);
     let mut r = Rebuilder::new(HOST_IP, HOST_MAC, SWITCH_MAC);

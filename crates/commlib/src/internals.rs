@@ -6,16 +6,17 @@ use epic_io::RxBatch;
 use epic_proto::engine::aggregate::{ElemType, Op};
 use epic_proto::time::Instant;
 
-use crate::call::{CallSpec, Kind};
+use crate::call::{CallSpec, Kind, Seat};
 use crate::config::CommConfig;
 use crate::core::Core;
-use crate::error::CommError;
+use crate::error::{ArgError, CommError};
 
 /// What the progress task drives: a checked configuration's QPs, the
 /// frame demultiplexer and the running call.
 #[derive(Debug)]
 pub struct Progress {
     core: Core,
+    seat: Seat,
 }
 
 impl Progress {
@@ -24,18 +25,25 @@ impl Progress {
         cfg.validate()?;
         Ok(Progress {
             core: Core::new(cfg)?,
+            seat: Seat {
+                rank: cfg.rank,
+                ranks: cfg.ranks,
+                reproducible: cfg.inc.is_some_and(|i| i.reproducible),
+            },
         })
     }
 
     /// Starts an FP32 Sum AllReduce of `input` (wire encoding).
     pub fn start_all_reduce_f32(&mut self, now: Instant, input: Vec<u8>) -> Result<(), CommError> {
-        let spec = CallSpec {
-            kind: Kind::AllReduce,
-            elem: Some(ElemType::Fp32),
-            op: Some(Op::Sum),
-            root: 0,
-            block: input.len() / 4,
-        };
+        let spec = CallSpec::new(
+            Kind::AllReduce,
+            Some(ElemType::Fp32),
+            Some(Op::Sum),
+            0,
+            input.len() / 4,
+            self.seat,
+        )
+        .map_err(ArgError::from)?;
         self.core.start(now, spec, input).map(drop)
     }
 

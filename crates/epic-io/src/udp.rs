@@ -38,6 +38,12 @@
 //! written into the rebuilt header (`udp/ident.rs`). Those 17 bits are then
 //! unprotected; the rest of the frame keeps its ICRC check.
 //!
+//! That costs one CRC pass over every received frame, which the backend
+//! does not make twice: [`Rebuilder`] leaves the ICRC it computed in the
+//! slot ([`RxSlot::icrc`]), and the receiver's verified parse compares the
+//! carried ICRC with it instead of computing it again
+//! (`RoceFrame::parse_verified_transport_with_icrc`).
+//!
 //! Costs of the rules: every datagram leaves from port 4791, so flows carry
 //! no UDP source-port entropy for ECMP; DSCP/ECN of the frames are not
 //! carried (the socket's TOS is used); 802.1Q tags are dropped. Only one
@@ -380,7 +386,9 @@ impl Rebuilder {
 
     /// Turns the datagram of `payload` bytes from `from` held at
     /// `slot.buf[HEADROOM..]` into the frame the host sees, and sets the
-    /// slot's length and port (0). Returns `false`, the slot untouched,
+    /// slot's length, port (0) and [`icrc`](RxSlot::icrc): the ICRC
+    /// computed over the rebuilt frame, which the receiver's verified
+    /// parse reuses. Returns `false`, the slot untouched,
     /// when the datagram does not fit.
     pub fn rebuild(&mut self, slot: &mut RxSlot, payload: usize, from: SocketAddrV4) -> bool {
         let Some(len) = rebuild_headers(
@@ -393,11 +401,13 @@ impl Rebuilder {
         ) else {
             return false;
         };
-        // A frame that verifies as rebuilt costs one CRC pass here; one
-        // that does not is left for the receiver's ICRC check to drop.
-        if let Some(frame) = slot.buf.get_mut(..len) {
-            self.idents.recover(frame);
-        }
+        // One CRC pass per frame, here; the receiver compares the carried
+        // ICRC with it instead of computing it again, and drops a frame
+        // that does not verify.
+        slot.icrc = slot
+            .buf
+            .get_mut(..len)
+            .and_then(|frame| self.idents.recover(frame));
         slot.len = len;
         slot.port = 0;
         true

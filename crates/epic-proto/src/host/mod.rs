@@ -23,6 +23,7 @@ mod driver;
 mod event;
 mod lane;
 mod plan;
+mod request;
 #[cfg(test)]
 mod tests;
 mod window;
@@ -31,4 +32,5 @@ pub use driver::{HostConfig, HostRank};
 pub use event::{HostError, HostEvent, HostProgress};
 pub use lane::{HostSetupError, PatternLane};
 pub use plan::CollectiveRequest;
+pub use request::{CheckedRequest, RequestError};
 pub use window::{result_window, ResultLoop, RESULT_WINDOW_MAX};
