@@ -18,7 +18,13 @@
 //!
 //! `cargo bench -p commlib --bench receive --features bench-internals`
 
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use std::hint::black_box;
 use std::net::{Ipv4Addr, SocketAddrV4};
