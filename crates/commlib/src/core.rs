@@ -7,8 +7,12 @@
 //! to the mesh with the same arguments when a switch denies them.
 //! [COMM-041]
 //!
+//! Each received frame is parsed and verified once, here, reusing the ICRC
+//! a backend already computed ([`RxSlot::icrc`]); the host driver, the
+//! mesh and their RC QPs take the parsed frame as it is. [HOST-020]
+//!
 //! Call order, as for every sans-IO machine here: inputs
-//! ([`Core::handle_frame`] for each frame of a batch, then
+//! ([`Core::handle_batch`] for each received batch, which ends with
 //! [`Core::after_input`]; [`Core::handle_timeout`]; [`Core::start`]), then
 //! outputs ([`Core::poll_outcome`], [`Core::poll_transmit`] until `None`,
 //! [`Core::poll_timeout`]).
@@ -220,7 +224,7 @@ impl Core {
     }
 
     /// Hands one received frame on; see [`handle_batch`](Core::handle_batch).
-    pub(crate) fn handle_slot(&mut self, now: Instant, slot: &RxSlot) {
+    fn handle_slot(&mut self, now: Instant, slot: &RxSlot) {
         let frame = slot.frame();
         let parsed = match slot.icrc {
             Some(icrc) => RoceFrame::parse_verified_transport_with_icrc(frame, icrc),
