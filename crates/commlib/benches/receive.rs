@@ -17,6 +17,12 @@
 //! reported time is per received frame.
 //!
 //! `cargo bench -p commlib --bench receive --features bench-internals`
+//!
+//! The work per frame is fixed, but it is mostly copies and CRC passes
+//! over 4 KiB, so on a shared machine the mean moves with the neighbours'
+//! memory traffic: compare old and new by the low percentiles of
+//! criterion's samples (`criterion/host_receive/*/new/sample.json`,
+//! time ÷ iterations), alternating the two builds.
 
 #![allow(
     missing_docs,
