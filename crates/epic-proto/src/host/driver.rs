@@ -1,5 +1,6 @@
 //! `HostRank`: one rank's collective driver over its RC QP. [HOST-001]
 
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -8,6 +9,7 @@ use super::event::{HostError, HostEvent, HostProgress};
 use super::lane::{lane_of, lane_of_qpn, HostSetupError, Lane, PatternLane};
 use super::plan::{locked, steps, CollectiveRequest, Lock, Step};
 use super::request::CheckedRequest;
+use super::sendbuf::SendBuf;
 use crate::engine::aggregate::Reduction;
 use crate::engine::PatternBinding;
 use crate::psn::Psn;
@@ -74,7 +76,8 @@ struct Call {
     req: CollectiveRequest,
     steps: Vec<Step>,
     next_step: usize,
-    input: Vec<u8>,
+    /// The caller's input, kept once: messages in flight share it.
+    input: Arc<[u8]>,
     /// The result so far; empty until a step places data (a step that
     /// fills the whole result hands its buffer over instead of copying).
     output: Vec<u8>,
@@ -103,9 +106,10 @@ pub struct HostRank {
     /// Every call takes the tree's shared blocks first and gives them back
     /// last. [TMX-020]
     contended: bool,
-    /// Message buffers the QP handed back, lent again to the next posts:
-    /// a call's messages have the same length, so reusing them copies
-    /// without zeroing and allocates nothing after the first window.
+    /// Receive buffers the QP handed back, lent again to the next posts:
+    /// a call's messages have the same length, so reusing them allocates
+    /// nothing after the first window. (Sends copy nothing: each message
+    /// is a [`SendBuf`] into the call's input.)
     spare: Vec<Vec<u8>>,
     /// The last invocation's receive buffer, kept for the next one (its
     /// pages stay mapped; it is filled in order without zeroing).
@@ -209,7 +213,7 @@ impl HostRank {
 
     /// The RC endpoint (the first lane's: the only one in the resync
     /// profile, the AllReduce lane with per-pattern QPs).
-    pub fn qp(&self) -> &RcQp<Vec<u8>, Vec<u8>> {
+    pub fn qp(&self) -> &RcQp<SendBuf, Vec<u8>> {
         // `with_lanes` is never given an empty list.
         #[allow(clippy::indexing_slicing)]
         &self.lanes[0].qp
@@ -217,7 +221,7 @@ impl HostRank {
 
     /// Every RC endpoint of the rank, with the pattern it is bound to
     /// (`None` in the resync profile).
-    pub fn qps(&self) -> impl Iterator<Item = (Option<PatternBinding>, &RcQp<Vec<u8>, Vec<u8>>)> {
+    pub fn qps(&self) -> impl Iterator<Item = (Option<PatternBinding>, &RcQp<SendBuf, Vec<u8>>)> {
         self.lanes.iter().map(|l| (l.binding, &l.qp))
     }
 
@@ -260,7 +264,7 @@ impl HostRank {
             req: *req.request(),
             steps,
             next_step: 0,
-            input: input.to_vec(),
+            input: Arc::from(input),
             output: Vec::new(),
             out_bytes: req.output_bytes(),
             reduction: req.reduction(),
@@ -428,7 +432,7 @@ impl HostRank {
     }
 
     /// The QP of the invocation in flight.
-    fn active_qp(&mut self) -> Option<&mut RcQp<Vec<u8>, Vec<u8>>> {
+    fn active_qp(&mut self) -> Option<&mut RcQp<SendBuf, Vec<u8>>> {
         let lane = self.call.as_ref()?.active.as_ref()?.lane;
         self.lanes.get_mut(lane).map(|l| &mut l.qp)
     }
@@ -536,7 +540,7 @@ impl HostRank {
             .post_send(
                 WrId(WR_CONTROL),
                 SendOp::SendWithImm { imm: EPIC_IMM_TAG },
-                hdr,
+                SendBuf::own(hdr),
             )
             .map_err(|_| HostError::Refused)?;
         Ok(())
@@ -597,13 +601,10 @@ impl HostRank {
             let i = a.posted_sends;
             let at = a.step.input_at + i as usize * a.msg_bytes;
             let len = msg_len(a, i);
-            let src = call.input.get(at..at + len).ok_or(HostError::InputLength {
+            let data = SendBuf::input(&call.input, at, len).ok_or(HostError::InputLength {
                 expected: at + len,
                 got: call.input.len(),
             })?;
-            let mut data = spare.pop().unwrap_or_default();
-            data.clear();
-            data.extend_from_slice(src);
             lane.qp
                 .post_send(WrId(u64::from(i)), SendOp::Send, data)
                 .map_err(|_| HostError::Refused)?;
@@ -612,7 +613,7 @@ impl HostRank {
         Ok(())
     }
 
-    fn complete(&mut self, c: Completion<Vec<u8>, Vec<u8>>) -> Result<(), HostError> {
+    fn complete(&mut self, c: Completion<SendBuf, Vec<u8>>) -> Result<(), HostError> {
         if c.status() != WcStatus::Success {
             return Err(HostError::Transport(c.status()));
         }
@@ -620,14 +621,11 @@ impl HostRank {
             return Ok(());
         };
         match c {
-            Completion::Send { wr_id, buf, .. } => {
+            Completion::Send { wr_id, .. } => {
                 if wr_id.0 == WR_CONTROL {
                     a.control_done = true;
                 } else {
                     a.done_sends += 1;
-                    if self.spare.len() < SPARE_BUFFERS {
-                        self.spare.push(buf);
-                    }
                 }
             }
             Completion::Recv {

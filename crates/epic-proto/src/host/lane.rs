@@ -5,6 +5,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use super::sendbuf::SendBuf;
 use crate::engine::PatternBinding;
 use crate::psn::Psn;
 use crate::roce::{ConfigError, QpConfig, RcQp};
@@ -82,7 +83,7 @@ pub(crate) struct Lane {
     /// connection and need no alignment. [CTL-040] [M1-050]
     pub(crate) resync: bool,
     pub(crate) group: GroupId,
-    pub(crate) qp: RcQp<Vec<u8>, Vec<u8>>,
+    pub(crate) qp: RcQp<SendBuf, Vec<u8>>,
     /// Per-pattern lanes: the group PSN the next invocation starts at. The
     /// QP's own PSNs run behind it on directions that carry no data of the
     /// pattern; the switch translates. [CTL-051]

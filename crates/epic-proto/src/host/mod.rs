@@ -24,6 +24,7 @@ mod event;
 mod lane;
 mod plan;
 mod request;
+mod sendbuf;
 #[cfg(test)]
 mod tests;
 mod window;
@@ -33,4 +34,5 @@ pub use event::{HostError, HostEvent, HostProgress};
 pub use lane::{HostSetupError, PatternLane};
 pub use plan::CollectiveRequest;
 pub use request::{CheckedRequest, RequestError};
+pub use sendbuf::SendBuf;
 pub use window::{result_window, ResultLoop, RESULT_WINDOW_MAX};
