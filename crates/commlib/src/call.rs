@@ -1,8 +1,9 @@
 //! One collective call as the progress task sees it: what to run, over how
-//! many elements of which type.
+//! many elements of which type, checked once into the host driver's
+//! request.
 
 use epic_proto::engine::aggregate::{ElemType, Op, Reduction};
-use epic_proto::host::CollectiveRequest;
+use epic_proto::host::{CheckedRequest, CollectiveRequest, RequestError};
 use epic_proto::wire::{Collective, DataType, ReduceOp};
 
 /// The six collectives.
@@ -29,7 +30,18 @@ impl Kind {
     }
 }
 
-/// A validated call: the arguments already checked against the group.
+/// Where a call is made: this rank, the group size, and whether the
+/// switches reduce in a fixed order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Seat {
+    pub(crate) rank: u16,
+    pub(crate) ranks: u16,
+    /// Reducing calls ask the switches for reproducible reductions.
+    pub(crate) reproducible: bool,
+}
+
+/// A validated call: the arguments checked once against the group, into
+/// the host driver's request. [HOST-010]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct CallSpec {
     pub(crate) kind: Kind,
@@ -43,9 +55,45 @@ pub(crate) struct CallSpec {
     /// vector; ReduceScatter: the output block; AllGather: the input
     /// block).
     pub(crate) block: usize,
+    /// The host driver's request, checked for this rank; ReduceScatter
+    /// counts its K blocks, AllGather its own block. [HOST-010]
+    pub(crate) req: CheckedRequest,
 }
 
 impl CallSpec {
+    /// Checks a call's arguments once. [COMM-012] [HOST-010]
+    pub(crate) fn new(
+        kind: Kind,
+        elem: Option<ElemType>,
+        op: Option<Op>,
+        root: u16,
+        block: usize,
+        seat: Seat,
+    ) -> Result<CallSpec, RequestError> {
+        let dtype = elem.map_or(DataType::None, ElemType::to_wire);
+        let wire_op = op.map_or(ReduceOp::None, Op::to_wire);
+        let n = block as u64;
+        let elements = match kind {
+            Kind::Barrier => 0,
+            Kind::ReduceScatter => n.saturating_mul(u64::from(seat.ranks)),
+            _ => n,
+        };
+        let req = CollectiveRequest::new(kind.wire())
+            .with_op(wire_op)
+            .with_dtype(dtype)
+            .with_root(root)
+            .reproducible(seat.reproducible && op.is_some())
+            .check(seat.rank, seat.ranks, elements)?;
+        Ok(CallSpec {
+            kind,
+            elem,
+            op,
+            root,
+            block,
+            req,
+        })
+    }
+
     /// Bytes per element (0 for Barrier).
     pub(crate) fn size(&self) -> usize {
         self.elem.map_or(0, ElemType::wire_size)
@@ -55,44 +103,13 @@ impl CallSpec {
         Some(Reduction::new(self.elem?, self.op?))
     }
 
-    /// The host driver's request and its element count (ReduceScatter
-    /// counts its K blocks, AllGather its own block). [HOST-010]
-    pub(crate) fn request(&self, ranks: u16, reproducible: bool) -> (CollectiveRequest, u64) {
-        let dtype = self.elem.map_or(DataType::None, ElemType::to_wire);
-        let op = self.op.map_or(ReduceOp::None, Op::to_wire);
-        let req = CollectiveRequest::new(self.kind.wire())
-            .with_op(op)
-            .with_dtype(dtype)
-            .with_root(self.root)
-            .reproducible(reproducible && self.op.is_some());
-        let n = self.block as u64;
-        let elements = match self.kind {
-            Kind::Barrier => 0,
-            Kind::ReduceScatter => n.saturating_mul(u64::from(ranks)),
-            _ => n,
-        };
-        (req, elements)
-    }
-
     /// Input bytes this rank contributes.
-    pub(crate) fn input_bytes(&self, rank: u16, ranks: u16) -> usize {
-        let b = self.block.saturating_mul(self.size());
-        match self.kind {
-            Kind::Barrier => 0,
-            Kind::Broadcast if rank != self.root => 0,
-            Kind::ReduceScatter => b.saturating_mul(usize::from(ranks)),
-            _ => b,
-        }
+    pub(crate) fn input_bytes(&self) -> usize {
+        self.req.input_bytes()
     }
 
     /// Output bytes this rank gets back.
-    pub(crate) fn output_bytes(&self, rank: u16, ranks: u16) -> usize {
-        let b = self.block.saturating_mul(self.size());
-        match self.kind {
-            Kind::Barrier => 0,
-            Kind::Reduce if rank != self.root => 0,
-            Kind::AllGather => b.saturating_mul(usize::from(ranks)),
-            _ => b,
-        }
+    pub(crate) fn output_bytes(&self) -> usize {
+        self.req.output_bytes()
     }
 }

@@ -3,10 +3,11 @@
 
 use epic_io::{Clock, FramePorts};
 use epic_proto::engine::aggregate::{ElemType, Op};
+use epic_proto::host::RequestError;
 use epic_proto::wire::DataType;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::call::{CallSpec, Kind};
+use crate::call::{CallSpec, Kind, Seat};
 use crate::config::CommConfig;
 use crate::core::Core;
 use crate::element::{encode_into, Element};
@@ -58,6 +59,8 @@ pub struct Communicator {
     tx: mpsc::Sender<Command>,
     rank: u16,
     ranks: u16,
+    /// Where this communicator's calls are checked.
+    seat: Seat,
     uses_inc: bool,
     /// The last call's input or output buffer, reused for the next
     /// call's input (no fresh allocation and page faults per call).
@@ -85,6 +88,11 @@ impl Communicator {
             tx,
             rank: cfg.rank,
             ranks: cfg.ranks,
+            seat: Seat {
+                rank: cfg.rank,
+                ranks: cfg.ranks,
+                reproducible: cfg.inc.is_some_and(|i| i.reproducible),
+            },
             uses_inc: cfg.inc.is_some(),
             spare: Vec::new(),
         })
@@ -129,12 +137,11 @@ impl Communicator {
         op: Op,
         root: u16,
     ) -> Result<(), CommError> {
-        self.check_root(root)?;
+        let spec = self.spec::<E>(Kind::Reduce, Some(op), root, send.len())?;
         let at_root = self.rank == root;
         if at_root {
             same_len("recv", send.len(), recv.len())?;
         }
-        let spec = self.spec::<E>(Kind::Reduce, Some(op), root, send.len())?;
         let out: &mut [E] = if at_root { recv } else { &mut [] };
         let input = self.encode(send);
         self.call(spec, input, out).await
@@ -147,7 +154,6 @@ impl Communicator {
         buf: &mut [E],
         root: u16,
     ) -> Result<(), CommError> {
-        self.check_root(root)?;
         let spec = self.spec::<E>(Kind::Broadcast, None, root, buf.len())?;
         let input = if self.rank == root {
             self.encode(buf)
@@ -159,13 +165,8 @@ impl Communicator {
 
     /// Returns once every rank has entered the barrier. [COMM-003]
     pub async fn barrier(&mut self) -> Result<(), CommError> {
-        let spec = CallSpec {
-            kind: Kind::Barrier,
-            elem: None,
-            op: None,
-            root: 0,
-            block: 0,
-        };
+        let spec =
+            CallSpec::new(Kind::Barrier, None, None, 0, 0, self.seat).map_err(ArgError::from)?;
         let input = self.encode::<i32>(&[]);
         self.call::<i32>(spec, input, &mut []).await
     }
@@ -195,9 +196,13 @@ impl Communicator {
             let mut whole = vec![E::default(); send.len()];
             self.call(spec, input, &mut whole).await?;
             let at = usize::from(self.rank).saturating_mul(recv.len());
-            let mine = whole
-                .get(at..at.saturating_add(recv.len()))
-                .ok_or(GroupError::Failed("the output has the wrong length"))?;
+            let mine =
+                whole
+                    .get(at..at.saturating_add(recv.len()))
+                    .ok_or(GroupError::OutputLength {
+                        expected: at.saturating_add(recv.len()).saturating_mul(E::WIRE_SIZE),
+                        got: whole.len().saturating_mul(E::WIRE_SIZE),
+                    })?;
             recv.copy_from_slice(mine);
             return Ok(());
         }
@@ -273,16 +278,6 @@ impl Communicator {
         buf
     }
 
-    fn check_root(&self, root: u16) -> Result<(), ArgError> {
-        if root >= self.ranks {
-            return Err(ArgError::RootOutOfRange {
-                root,
-                ranks: self.ranks,
-            });
-        }
-        Ok(())
-    }
-
     fn spec<E: Element>(
         &self,
         kind: Kind,
@@ -290,18 +285,17 @@ impl Communicator {
         root: u16,
         block: usize,
     ) -> Result<CallSpec, ArgError> {
-        let elem = ElemType::from_wire(E::DATA_TYPE).ok_or(ArgError::Rejected("element type"))?;
+        let elem = ElemType::from_wire(E::DATA_TYPE).ok_or(ArgError::Request(
+            RequestError::UnsupportedDataType(E::DATA_TYPE),
+        ))?;
         // Every buffer of the call must be addressable in bytes.
         block
             .checked_mul(E::WIRE_SIZE)
             .and_then(|b| b.checked_mul(usize::from(self.ranks)))
             .ok_or(ArgError::TooLarge { elements: block })?;
-        Ok(CallSpec {
-            kind,
-            elem: Some(elem),
-            op,
-            root,
-            block,
+        CallSpec::new(kind, Some(elem), op, root, block, self.seat).map_err(|e| match e {
+            RequestError::TooManyElements { .. } => ArgError::TooLarge { elements: block },
+            other => other.into(),
         })
     }
 
@@ -317,9 +311,13 @@ impl Communicator {
             .await
             .map_err(|_| CommError::Closed)?;
         let Done { output, spare } = rx.await.map_err(|_| CommError::Closed)??;
-        let want = spec.output_bytes(self.rank, self.ranks);
+        let want = spec.output_bytes();
         if output.len() != want || out.len().saturating_mul(E::WIRE_SIZE) != want {
-            return Err(GroupError::Failed("the output has the wrong length").into());
+            return Err(GroupError::OutputLength {
+                expected: want,
+                got: output.len(),
+            }
+            .into());
         }
         E::decode(&output, out);
         self.spare = if output.capacity() >= spare.capacity() {

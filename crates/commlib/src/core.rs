@@ -7,19 +7,25 @@
 //! to the mesh with the same arguments when a switch denies them.
 //! [COMM-041]
 //!
+//! Each received frame is parsed and verified once, here, reusing the ICRC
+//! a backend already computed ([`RxSlot::icrc`]); the host driver, the
+//! mesh and their RC QPs take the parsed frame as it is. [HOST-020]
+//!
 //! Call order, as for every sans-IO machine here: inputs
-//! ([`Core::handle_frame`] for each frame of a batch, then
+//! ([`Core::handle_batch`] for each received batch, which ends with
 //! [`Core::after_input`]; [`Core::handle_timeout`]; [`Core::start`]), then
 //! outputs ([`Core::poll_outcome`], [`Core::poll_transmit`] until `None`,
 //! [`Core::poll_timeout`]).
 
 use std::io;
 
+use epic_io::{RxBatch, RxSlot};
+
 use epic_proto::engine::Mode;
 use epic_proto::host::{HostError, HostEvent, HostRank};
 use epic_proto::roce::WcStatus;
 use epic_proto::time::{Duration, Instant};
-use epic_proto::wire::{BthPacket, FrameLayout, Qpn};
+use epic_proto::wire::{BthPacket, FrameLayout, Qpn, RoceFrame};
 
 use crate::call::CallSpec;
 use crate::config::{CommConfig, FALLBACK_QPN_BASE};
@@ -32,7 +38,6 @@ use crate::stats::CommStats;
 struct IncLane {
     rank: HostRank,
     qpn: Qpn,
-    reproducible: bool,
     /// The switch blocks are shared: every call takes them first, and a
     /// denied call runs on the mesh. [COMM-041]
     shared: bool,
@@ -94,7 +99,6 @@ impl Core {
                 let mut lane = IncLane {
                     rank,
                     qpn: setup.qpn,
-                    reproducible: setup.reproducible,
                     shared: setup.shared,
                 };
                 lane.rank.set_contended(setup.shared);
@@ -146,24 +150,25 @@ impl Core {
             return Err(CommError::Poisoned(cause));
         }
         if self.busy() {
-            return Err(ArgError::Rejected("a call is already running").into());
+            return Err(ArgError::Busy.into());
         }
-        if input.len() != spec.input_bytes(self.rank, self.ranks) {
-            return Err(ArgError::Rejected("input length does not fit the call").into());
+        if input.len() != spec.input_bytes() {
+            return Err(ArgError::InputLength {
+                expected: spec.input_bytes(),
+                got: input.len(),
+            }
+            .into());
         }
         let (early, spare) = if let Some(inc) = &mut self.inc {
-            let (req, elements) = spec.request(self.ranks, inc.reproducible);
+            // The request was checked once, when the call was made.
             inc.rank
-                .start(now, req, elements, &input)
-                .map_err(|e| match e {
-                    HostError::InvalidArgument(what) => CommError::from(ArgError::Rejected(what)),
-                    other => map_host_error(other),
-                })?;
+                .start(now, spec.req, &input)
+                .map_err(misuse_or_failure)?;
             match inc.rank.poll_event() {
                 // A request no EPIC header can describe fails before
                 // anything is posted: misuse, not a failed call.
-                Some(HostEvent::Failed(HostError::InvalidArgument(what))) => {
-                    return Err(ArgError::Rejected(what).into());
+                Some(HostEvent::Failed(e)) if e.is_misuse() => {
+                    return Err(ArgError::Host(e).into());
                 }
                 // The driver keeps its own copy of the input; with shared
                 // blocks the mesh may need it too. [COMM-041]
@@ -204,20 +209,49 @@ impl Core {
         self.outcome.is_some()
     }
 
-    /// Hands one received frame to the QP its BTH destination QP names.
-    /// [HOST-020] [COMM-020]
-    pub(crate) fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
-        let dest = FrameLayout::locate(frame)
-            .ok()
-            .and_then(|l| frame.get(l.bth..))
-            .and_then(|b| BthPacket::new_checked(b).ok())
-            .map(|b| b.dest_qp());
-        let Some(dest) = dest else {
-            self.stats.unknown_frames += 1;
-            return;
+    /// Parses and verifies every frame of a received batch once (reusing
+    /// the ICRC a backend computed, [`RxSlot::icrc`]) and hands it to the
+    /// QP its BTH destination QP names, then runs
+    /// [`after_input`](Core::after_input). A refused frame is counted by
+    /// that QP under its typed drop reason; one that names no QP of this
+    /// rank, or whose datagram bounds are not even valid, in
+    /// `unknown_frames`. [HOST-020] [COMM-020]
+    pub(crate) fn handle_batch(&mut self, now: Instant, batch: &RxBatch) {
+        for slot in batch.filled() {
+            self.handle_slot(now, slot);
+        }
+        self.after_input(now);
+    }
+
+    /// Hands one received frame on; see [`handle_batch`](Core::handle_batch).
+    fn handle_slot(&mut self, now: Instant, slot: &RxSlot) {
+        let frame = slot.frame();
+        let parsed = match slot.icrc {
+            Some(icrc) => RoceFrame::parse_verified_transport_with_icrc(frame, icrc),
+            None => RoceFrame::parse_verified_transport(frame),
+        };
+        let (dest, parsed) = match parsed {
+            Ok(f) => (f.bth.dest_qp, Ok(f)),
+            Err(e) => {
+                // Refused: the QP the BTH names (when the datagram bounds
+                // are valid) counts the drop.
+                let dest = FrameLayout::locate(frame)
+                    .ok()
+                    .and_then(|l| frame.get(l.bth..))
+                    .and_then(|b| BthPacket::new_checked(b).ok())
+                    .map(|b| b.dest_qp());
+                let Some(dest) = dest else {
+                    self.stats.unknown_frames += 1;
+                    return;
+                };
+                (dest, Err(e))
+            }
         };
         if let Some(inc) = self.inc.as_mut().filter(|i| i.qpn == dest) {
-            inc.rank.handle_frame(now, frame);
+            match &parsed {
+                Ok(f) => inc.rank.handle_verified(now, f),
+                Err(e) => inc.rank.handle_refused(now, frame, e),
+            }
             return;
         }
         let peer = dest
@@ -226,7 +260,7 @@ impl Core {
             .and_then(|p| u16::try_from(p).ok())
             .filter(|p| *p < self.ranks && *p != self.rank);
         match (peer, self.mesh.as_mut()) {
-            (Some(peer), Some(mesh)) => mesh.handle_frame(now, peer, frame),
+            (Some(peer), Some(mesh)) => mesh.handle_parsed(now, peer, &parsed),
             _ => self.stats.unknown_frames += 1,
         }
     }
@@ -342,10 +376,7 @@ impl Core {
             return;
         }
         let (Some((spec, input)), Some(mesh)) = (held, self.mesh.as_mut()) else {
-            self.finish(Err(GroupError::Failed(
-                "the switches denied a call that has no host fallback",
-            )
-            .into()));
+            self.finish(Err(GroupError::Denied.into()));
             return;
         };
         tracing::debug!(
@@ -397,9 +428,16 @@ fn host_result(ev: HostEvent) -> Result<Vec<u8>, CommError> {
     match ev {
         HostEvent::Completed { output } => Ok(output),
         HostEvent::Failed(e) => Err(map_host_error(e)),
-        HostEvent::Denied => {
-            Err(GroupError::Failed("the switches denied the shared blocks").into())
-        }
+        HostEvent::Denied => Err(GroupError::Denied.into()),
+    }
+}
+
+/// A refusal of [`HostRank::start`]: the caller's misuse, or a failure.
+fn misuse_or_failure(e: HostError) -> CommError {
+    if e.is_misuse() {
+        ArgError::Host(e).into()
+    } else {
+        map_host_error(e)
     }
 }
 
@@ -408,9 +446,7 @@ fn map_host_error(e: HostError) -> CommError {
         HostError::Transport(WcStatus::LocalLengthError) => GroupError::Disagreement.into(),
         HostError::Transport(status) => TransportError::WorkRequest { peer: None, status }.into(),
         HostError::Refused => TransportError::Refused.into(),
-        HostError::InvalidArgument(what) => GroupError::Failed(what).into(),
-        HostError::Busy => GroupError::Failed("the host driver is busy").into(),
-        _ => GroupError::Failed("the host driver failed").into(),
+        other => GroupError::Host(other).into(),
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::io;
 
+use epic_proto::host::{HostError, RequestError};
 use epic_proto::roce::{ConfigError, WcStatus};
 
 /// Why a communicator could not be built or a call did not succeed.
@@ -113,9 +114,21 @@ pub enum GroupError {
     /// announced a different collective or size).
     #[error("the switch's data does not match this rank's call")]
     Disagreement,
-    /// The host driver failed the collective: `what` says how.
-    #[error("collective failed: {0}")]
-    Failed(&'static str),
+    /// The host driver failed the collective.
+    #[error("the host driver failed the collective: {0}")]
+    Host(HostError),
+    /// The switches denied the group's shared blocks and the group has no
+    /// host fallback to run the call on. [COMM-041]
+    #[error("the switches denied the shared blocks and no host fallback runs the call")]
+    Denied,
+    /// The call's output does not have the length the call implies.
+    #[error("the output has {got} bytes where {expected} were expected")]
+    OutputLength {
+        /// Bytes expected.
+        expected: usize,
+        /// Bytes received.
+        got: usize,
+    },
 }
 
 /// Local misuse: a bad configuration or bad call arguments. [COMM-012]
@@ -229,9 +242,36 @@ pub enum ArgError {
         /// Elements asked for.
         elements: usize,
     },
-    /// The host driver refused the call: `what` says why.
+    /// The call's arguments do not describe a collective of the group.
+    #[error("invalid call: {0}")]
+    Request(RequestError),
+    /// The host driver refused the call before sending anything.
     #[error("refused by the host driver: {0}")]
-    Rejected(&'static str),
+    Host(HostError),
+    /// A call is already running.
+    #[error("a call is already running")]
+    Busy,
+    /// The input does not have the length the call implies.
+    #[error("the input has {got} bytes where the call needs {expected}")]
+    InputLength {
+        /// Bytes the call needs.
+        expected: usize,
+        /// Bytes given.
+        got: usize,
+    },
+}
+
+impl From<RequestError> for ArgError {
+    /// The request's refusal, as the errors the API names for the same
+    /// misuse where it has one.
+    fn from(e: RequestError) -> ArgError {
+        match e {
+            RequestError::RootOutOfRange { root, ranks } => {
+                ArgError::RootOutOfRange { root, ranks }
+            }
+            other => ArgError::Request(other),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -37,6 +37,9 @@ mod core;
 mod element;
 mod error;
 mod fallback;
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub mod internals;
 mod manager;
 mod stats;
 mod task;

@@ -138,12 +138,7 @@ pub(crate) async fn run<T: FramePorts>(
             r = recv_batch(&mut io, &mut batch), if rx_open => {
                 let now = clock.now();
                 match r {
-                    Ok(()) => {
-                        for (_, frame) in batch.iter() {
-                            core.handle_frame(now, frame);
-                        }
-                        core.after_input(now);
-                    }
+                    Ok(()) => core.handle_batch(now, &batch),
                     Err(e) => {
                         rx_open = false;
                         core.fail_transport(e);

@@ -118,6 +118,13 @@ pub struct RxSlot {
     pub len: usize,
     /// The port it arrived on.
     pub port: u16,
+    /// The ICRC the backend computed over the frame as it is in `buf`
+    /// (IPv4 header to the end of the pad), when it had to compute it
+    /// (the UDP backend does, to recover the IPv4 identification): the
+    /// receiver compares it with the carried one instead of computing it
+    /// again (`RoceFrame::parse_verified_transport_with_icrc`). `None`
+    /// from backends that hand frames on unchecked.
+    pub icrc: Option<u32>,
 }
 
 impl RxSlot {
@@ -143,6 +150,7 @@ impl RxBatch {
                 buf: vec![0; MAX_FRAME],
                 len: 0,
                 port: 0,
+                icrc: None,
             })
             .collect();
         RxBatch { slots, filled: 0 }
@@ -181,11 +189,21 @@ impl RxBatch {
             .map(|s| (s.port, s.frame()))
     }
 
+    /// The frames held, with their ports and what the backend checked.
+    pub fn filled(&self) -> &[RxSlot] {
+        self.slots.get(..self.filled).unwrap_or(&self.slots)
+    }
+
     /// The slots not yet filled, for backends that receive in place; call
-    /// [`commit`](RxBatch::commit) with how many were filled.
+    /// [`commit`](RxBatch::commit) with how many were filled. Their
+    /// [`RxSlot::icrc`] is `None` until a backend sets it.
     pub fn free_slots(&mut self) -> &mut [RxSlot] {
         let at = self.filled.min(self.slots.len());
-        self.slots.get_mut(at..).unwrap_or_default()
+        let free = self.slots.get_mut(at..).unwrap_or_default();
+        for slot in free.iter_mut() {
+            slot.icrc = None;
+        }
+        free
     }
 
     /// Up to `n` unfilled slots, each buffer [`MAX_FRAME`] long, for a
@@ -216,6 +234,7 @@ impl RxBatch {
         };
         slot.len = frame.len();
         slot.port = port;
+        slot.icrc = None;
         std::mem::swap(&mut slot.buf, &mut frame);
         self.filled += 1;
         Ok(())

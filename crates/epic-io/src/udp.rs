@@ -38,6 +38,12 @@
 //! written into the rebuilt header (`udp/ident.rs`). Those 17 bits are then
 //! unprotected; the rest of the frame keeps its ICRC check.
 //!
+//! That costs one CRC pass over every received frame, which the backend
+//! does not make twice: [`Rebuilder`] leaves the ICRC it computed in the
+//! slot ([`RxSlot::icrc`]), and the receiver's verified parse compares the
+//! carried ICRC with it instead of computing it again
+//! (`RoceFrame::parse_verified_transport_with_icrc`).
+//!
 //! Costs of the rules: every datagram leaves from port 4791, so flows carry
 //! no UDP source-port entropy for ECMP; DSCP/ECN of the frames are not
 //! carried (the socket's TOS is used); 802.1Q tags are dropped. Only one
@@ -58,7 +64,7 @@ use epic_proto::wire::{
     Ipv4Repr, UdpRepr, ETHERNET_HEADER_LEN, IPV4_HEADER_LEN, ROCEV2_PORT, UDP_HEADER_LEN,
 };
 
-use crate::port::{FramePorts, PortStats, RxBatch, DEFAULT_BATCH, MAX_FRAME};
+use crate::port::{FramePorts, PortStats, RxBatch, RxSlot, DEFAULT_BATCH, MAX_FRAME};
 use crate::sys::{self, AddrKind, MsgBatch, Origin, Registered, SocketBuffer};
 use crate::txq::TxQueue;
 use ident::IdentRecovery;
@@ -159,14 +165,11 @@ pub enum UdpError {
 #[derive(Debug)]
 pub struct UdpPorts {
     socket: Registered<UdpSocket>,
-    local_ip: Ipv4Addr,
-    local_mac: EthernetAddress,
-    peer_mac: EthernetAddress,
     rx: MsgBatch,
     tx: TxQueue,
     stats: PortStats,
     tx_not_roce: u64,
-    idents: IdentRecovery,
+    rebuilder: Rebuilder,
 }
 
 impl UdpPorts {
@@ -223,30 +226,27 @@ impl UdpPorts {
         let socket = Registered::new(socket).map_err(err(UdpStep::Register))?;
         Ok(UdpPorts {
             socket,
-            local_ip,
-            local_mac,
-            peer_mac,
             rx: MsgBatch::new(options.recv_burst_frames, AddrKind::Inet),
             tx: TxQueue::new(options.send_queue_frames, AddrKind::Inet),
             stats: PortStats::default(),
             tx_not_roce: 0,
-            idents: IdentRecovery::default(),
+            rebuilder: Rebuilder::new(local_ip, local_mac, peer_mac),
         })
     }
 
     /// The bound address (`local_ip:4791`).
     pub fn local_addr(&self) -> SocketAddrV4 {
-        SocketAddrV4::new(self.local_ip, ROCEV2_PORT)
+        SocketAddrV4::new(self.rebuilder.local_ip, ROCEV2_PORT)
     }
 
     /// The Ethernet destination of rebuilt frames.
     pub fn local_mac(&self) -> EthernetAddress {
-        self.local_mac
+        self.rebuilder.local_mac
     }
 
     /// The Ethernet source of rebuilt frames.
     pub fn peer_mac(&self) -> EthernetAddress {
-        self.peer_mac
+        self.rebuilder.peer_mac
     }
 
     /// Frames [`send`](FramePorts::send) dropped because they are not
@@ -259,7 +259,7 @@ impl UdpPorts {
     /// Received frames whose IPv4 identification or DF bit was recovered
     /// from their ICRC (see [`ident`](self#why-the-icrc-stays-true-on-the-wire)).
     pub fn idents_recovered(&self) -> u64 {
-        self.idents.recovered
+        self.rebuilder.idents_recovered()
     }
 }
 
@@ -349,12 +349,74 @@ fn rebuild_headers(
     Some(REBUILT_HEADER_LEN + payload)
 }
 
-/// The fixed parts of a rebuilt frame.
-#[derive(Debug, Clone, Copy)]
-struct Rebuild {
+/// What the backend does to each datagram a `recvmmsg` placed behind
+/// [`Rebuilder::HEADROOM`] bytes of a slot, without the socket: writes
+/// the Ethernet, IPv4 and UDP headers in front of it and makes the
+/// identification and DF what its ICRC names (see the [module
+/// docs](self#why-the-icrc-stays-true-on-the-wire)). [`UdpPorts`] runs it
+/// on every datagram; it is public so that the receive path can be
+/// measured and tested without a socket.
+#[derive(Debug)]
+pub struct Rebuilder {
     local_ip: Ipv4Addr,
     local_mac: EthernetAddress,
     peer_mac: EthernetAddress,
+    idents: IdentRecovery,
+}
+
+impl Rebuilder {
+    /// Bytes of Ethernet, IPv4 and UDP header written in front of a
+    /// datagram's payload.
+    pub const HEADROOM: usize = REBUILT_HEADER_LEN;
+
+    /// Rebuilds frames as received on `local_ip:4791`, with Ethernet
+    /// destination `local_mac` and source `peer_mac`.
+    pub fn new(
+        local_ip: Ipv4Addr,
+        local_mac: EthernetAddress,
+        peer_mac: EthernetAddress,
+    ) -> Rebuilder {
+        Rebuilder {
+            local_ip,
+            local_mac,
+            peer_mac,
+            idents: IdentRecovery::default(),
+        }
+    }
+
+    /// Turns the datagram of `payload` bytes from `from` held at
+    /// `slot.buf[HEADROOM..]` into the frame the host sees, and sets the
+    /// slot's length, port (0) and [`icrc`](RxSlot::icrc): the ICRC
+    /// computed over the rebuilt frame, which the receiver's verified
+    /// parse reuses. Returns `false`, the slot untouched,
+    /// when the datagram does not fit.
+    pub fn rebuild(&mut self, slot: &mut RxSlot, payload: usize, from: SocketAddrV4) -> bool {
+        let Some(len) = rebuild_headers(
+            &mut slot.buf,
+            payload,
+            from,
+            self.local_ip,
+            self.local_mac,
+            self.peer_mac,
+        ) else {
+            return false;
+        };
+        // One CRC pass per frame, here; the receiver compares the carried
+        // ICRC with it instead of computing it again, and drops a frame
+        // that does not verify.
+        slot.icrc = slot
+            .buf
+            .get_mut(..len)
+            .and_then(|frame| self.idents.recover(frame));
+        slot.len = len;
+        slot.port = 0;
+        true
+    }
+
+    /// Frames whose identification or DF was recovered from their ICRC.
+    pub fn idents_recovered(&self) -> u64 {
+        self.idents.recovered
+    }
 }
 
 /// One `recvmmsg` into the free slots of `batch`, each datagram placed
@@ -364,8 +426,7 @@ fn recv_some(
     fd: BorrowedFd<'_>,
     rx: &mut MsgBatch,
     stats: &mut PortStats,
-    rebuild: Rebuild,
-    idents: &mut IdentRecovery,
+    rebuilder: &mut Rebuilder,
     batch: &mut RxBatch,
 ) -> io::Result<usize> {
     let free = batch.recv_slots(rx.capacity());
@@ -386,25 +447,11 @@ fn recv_some(
             continue;
         }
         let Some(slot) = free.get_mut(j) else { break };
-        let Some(len) = rebuild_headers(
-            &mut slot.buf,
-            r.len,
-            from,
-            rebuild.local_ip,
-            rebuild.local_mac,
-            rebuild.peer_mac,
-        ) else {
+        if !rebuilder.rebuild(slot, r.len, from) {
             continue;
-        };
-        // A frame that verifies as rebuilt costs one CRC pass here; one
-        // that does not is left for the receiver's ICRC check to drop.
-        if let Some(frame) = slot.buf.get_mut(..len) {
-            idents.recover(frame);
         }
-        slot.len = len;
-        slot.port = 0;
         stats.rx_frames += 1;
-        stats.rx_bytes += len as u64;
+        stats.rx_bytes += slot.len as u64;
         free.swap(kept, j);
         kept += 1;
     }
@@ -419,16 +466,11 @@ impl FramePorts for UdpPorts {
 
     fn poll_recv(&mut self, cx: &mut Context<'_>, batch: &mut RxBatch) -> Poll<io::Result<()>> {
         batch.clear();
-        let rebuild = Rebuild {
-            local_ip: self.local_ip,
-            local_mac: self.local_mac,
-            peer_mac: self.peer_mac,
-        };
         let UdpPorts {
             socket,
             rx,
             stats,
-            idents,
+            rebuilder,
             ..
         } = self;
         while !batch.is_full() {
@@ -439,9 +481,7 @@ impl FramePorts for UdpPorts {
             };
             // `try_io` clears the readiness when the socket says EAGAIN;
             // the next `poll_read_ready` then registers the wake-up.
-            match guard
-                .try_io(|s| recv_some(s.get_ref().as_fd(), rx, stats, rebuild, idents, batch))
-            {
+            match guard.try_io(|s| recv_some(s.get_ref().as_fd(), rx, stats, rebuilder, batch)) {
                 Ok(Ok(_)) | Err(_) => {}
                 Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
                 Ok(Err(e)) => return Poll::Ready(Err(e)),
@@ -462,7 +502,7 @@ impl FramePorts for UdpPorts {
             self.stats.tx_dropped += 1;
             return Ok(());
         };
-        let queued = match kernel_datagram(frame, self.local_ip, slot) {
+        let queued = match kernel_datagram(frame, self.rebuilder.local_ip, slot) {
             Some((dst, len)) => self
                 .tx
                 .push(IP_UDP_LEN, len - IP_UDP_LEN, Some(dst), frame.len()),

@@ -145,9 +145,11 @@ async fn engine_drops_are_attributed() {
     let switch = incengine::spawn(spec, switch_ports, clock).unwrap();
     // Rank 1 sends its first frame (the control message) out of rank 0's
     // port: the switch drops it as `wrong_port`, on port 0, for group 7.
-    let req = CollectiveRequest::new(Collective::Barrier);
     let (r1, _) = &mut ranks[1];
-    r1.start(clock.now(), req, 0, &[]).unwrap();
+    let req = CollectiveRequest::new(Collective::Barrier)
+        .check(r1.config().rank, r1.config().ranks, 0)
+        .unwrap();
+    r1.start(clock.now(), req, &[]).unwrap();
     let mut buf = vec![0u8; 9216];
     let len = r1.poll_transmit(clock.now(), &mut buf).unwrap();
     let (_, p0) = &mut ranks[0];

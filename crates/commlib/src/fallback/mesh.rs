@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 
 use epic_proto::roce::{Completion, RcQp, SendOp, WcStatus, WrId};
 use epic_proto::time::Instant;
+use epic_proto::wire::{self, RoceFrame};
 
 use super::schedule::{BadMessage, Runner};
 use crate::config::CommConfig;
@@ -121,10 +122,19 @@ impl Mesh {
         self.outcome.take()
     }
 
-    /// Feeds a frame addressed to the QP toward `peer`. [HOST-020]
-    pub(crate) fn handle_frame(&mut self, now: Instant, peer: u16, frame: &[u8]) {
+    /// Feeds a frame addressed to the QP toward `peer`, as parsed and
+    /// verified once by the caller, or the refusal to count. [HOST-020]
+    pub(crate) fn handle_parsed(
+        &mut self,
+        now: Instant,
+        peer: u16,
+        parsed: &Result<RoceFrame<'_>, wire::Error>,
+    ) {
         if let Some(Some(p)) = self.peers.get_mut(usize::from(peer)) {
-            p.qp.handle_frame(now, frame);
+            match parsed {
+                Ok(f) => p.qp.handle_verified(now, f),
+                Err(e) => p.qp.handle_refused(e),
+            }
         }
     }
 

@@ -4,6 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use epic_proto::engine::aggregate::{ElemType, Op};
 
 use super::*;
+use crate::call::Seat;
 
 /// Runs every rank's plan against in-memory FIFO queues per ordered pair
 /// and returns each rank's output, and the messages each rank sent.
@@ -59,15 +60,18 @@ fn input(r: usize, len: usize) -> Vec<i32> {
         .collect()
 }
 
+/// A call checked for rank 0 of a group large enough for every test (the
+/// schedules read only the arguments, for any rank).
 fn spec(kind: Kind, op: Option<Op>, root: u16, block: usize) -> CallSpec {
-    CallSpec {
-        kind,
-        elem: (kind != Kind::Barrier).then_some(ElemType::Int32),
-        op,
-        root,
-        block,
-    }
+    let elem = (kind != Kind::Barrier).then_some(ElemType::Int32);
+    CallSpec::new(kind, elem, op, root, block, SEAT).unwrap()
 }
+
+const SEAT: Seat = Seat {
+    rank: 0,
+    ranks: 64,
+    reproducible: false,
+};
 
 fn fold(op: Op, a: i32, b: i32) -> i32 {
     match op {
@@ -183,13 +187,15 @@ fn step_counts() {
 fn float_ring_order_is_fixed() {
     let k = 3u16;
     let vals = [1.0e8f32, 1.0, -1.0e8];
-    let s = CallSpec {
-        kind: Kind::AllReduce,
-        elem: Some(ElemType::Fp32),
-        op: Some(Op::Sum),
-        root: 0,
-        block: 3,
-    };
+    let s = CallSpec::new(
+        Kind::AllReduce,
+        Some(ElemType::Fp32),
+        Some(Op::Sum),
+        0,
+        3,
+        SEAT,
+    )
+    .unwrap();
     let ins: Vec<Vec<u8>> = (0..3)
         .map(|r| (0..3).flat_map(|_| vals[r].to_be_bytes()).collect())
         .collect();

@@ -113,28 +113,26 @@ pub(super) struct IdentRecovery {
 impl IdentRecovery {
     /// Makes the rebuilt `frame` (Ethernet to ICRC, identification 0, DF)
     /// carry the identification and DF its ICRC names, when one does.
-    /// Returns whether the frame's ICRC now verifies.
-    pub(super) fn recover(&mut self, frame: &mut [u8]) -> bool {
-        let Some(datagram) = frame.get_mut(ETHERNET_HEADER_LEN..) else {
-            return false;
-        };
-        let Some(covered_len) = datagram.len().checked_sub(ICRC_LEN) else {
-            return false;
-        };
+    /// Returns the ICRC of the frame as it then stands (the carried one
+    /// when it now verifies: the CRC is affine, so the recovered bits make
+    /// it so), or `None` when the frame is too short to carry one.
+    pub(super) fn recover(&mut self, frame: &mut [u8]) -> Option<u32> {
+        let datagram = frame.get_mut(ETHERNET_HEADER_LEN..)?;
+        let covered_len = datagram.len().checked_sub(ICRC_LEN)?;
         let (Ok(carried), Some(Ok(computed))) = (
             icrc::carried(datagram),
             datagram.get(..covered_len).map(icrc::compute),
         ) else {
-            return false;
+            return None;
         };
         if carried == computed {
-            return true;
+            return Some(computed);
         }
-        let Some(solver) = self.solver(covered_len) else {
-            return false;
-        };
-        let Some(bits) = solver.solve(carried ^ computed) else {
-            return false;
+        let Some(bits) = self
+            .solver(covered_len)
+            .and_then(|solver| solver.solve(carried ^ computed))
+        else {
+            return Some(computed);
         };
         let ident = u16::try_from(bits & 0xffff).unwrap_or(0);
         if let Some(id) = datagram.get_mut(IDENT_AT..IDENT_AT + 2) {
@@ -149,7 +147,7 @@ impl IdentRecovery {
             ip.fill_checksum();
         }
         self.recovered += 1;
-        true
+        Some(carried)
     }
 
     fn solver(&mut self, len: usize) -> Option<&Solver> {
@@ -218,7 +216,12 @@ mod tests {
             for id in (0..=u16::MAX).step_by(251).chain([1, 0x8000, u16::MAX]) {
                 for df in [true, false] {
                     let (sent, mut got) = pair(id, df, payload);
-                    assert!(r.recover(&mut got), "id {id} df {df} len {payload}");
+                    let crc = r.recover(&mut got);
+                    assert_eq!(
+                        crc,
+                        Some(icrc::carried(&sent[ETHERNET_HEADER_LEN..]).unwrap()),
+                        "id {id} df {df} len {payload}"
+                    );
                     assert_eq!(got, sent, "id {id} df {df} len {payload}");
                     let ip = &got[ETHERNET_HEADER_LEN..];
                     assert!(icrc::verify(ip).is_ok());
@@ -238,9 +241,14 @@ mod tests {
             let (_, mut got) = pair(0x1234, true, 256);
             let at = ETHERNET_HEADER_LEN + 40 + bit / 8;
             got[at] ^= 1 << (bit % 8);
-            if !r.recover(&mut got) {
+            let ip = &got[ETHERNET_HEADER_LEN..];
+            let carried = icrc::carried(ip).unwrap();
+            let crc = r.recover(&mut got).unwrap();
+            if crc != carried {
                 failed += 1;
-                assert!(icrc::verify(&got[ETHERNET_HEADER_LEN..]).is_err());
+                let ip = &got[ETHERNET_HEADER_LEN..];
+                assert!(icrc::verify(ip).is_err());
+                assert_eq!(Some(crc), icrc::compute(&ip[..ip.len() - 4]).ok());
             }
         }
         assert_eq!(failed, 200);

@@ -93,6 +93,33 @@ fn kernel_datagram_matches_what_linux_emits() {
     assert_eq!((r.eth.dst, r.eth.src, r.eth.vlan), (MAC_B, MAC_A, None));
     assert_eq!((r.udp.src_port, r.udp.dst_port), (ROCEV2_PORT, ROCEV2_PORT));
     assert_eq!(r.datagram(), datagram);
+    // The backend's Rebuilder does the same in a slot, and hands on the
+    // ICRC it computed: the receiver's verified parse reuses it, and a
+    // damaged datagram is refused by it as by a parse that computes.
+    // [COMM-021] [WIRE-071]
+    let mut rebuilder = Rebuilder::new(ib, MAC_B, MAC_A);
+    let mut slot = RxSlot {
+        buf: vec![0; MAX_FRAME],
+        len: 0,
+        port: 3,
+        icrc: None,
+    };
+    slot.buf[Rebuilder::HEADROOM..Rebuilder::HEADROOM + body]
+        .copy_from_slice(&datagram[IP_UDP_LEN..]);
+    assert!(rebuilder.rebuild(&mut slot, body, from));
+    assert_eq!((slot.frame(), slot.port), (&rebuilt[..], 0));
+    assert_eq!(slot.icrc, Some(icrc::carried(datagram).unwrap()));
+    let given = RoceFrame::parse_verified_transport_with_icrc(slot.frame(), slot.icrc.unwrap());
+    assert_eq!(given, RoceFrame::parse_verified_transport(slot.frame()));
+    assert!(given.is_ok());
+    slot.buf[Rebuilder::HEADROOM + body - 6] ^= 0x10;
+    assert!(rebuilder.rebuild(&mut slot, body, from));
+    let crc = slot.icrc.unwrap();
+    assert_ne!(crc, icrc::carried(datagram).unwrap());
+    assert_eq!(
+        RoceFrame::parse_verified_transport_with_icrc(slot.frame(), crc),
+        RoceFrame::parse_verified_transport(slot.frame())
+    );
     // Not RoCEv2, or too long for the slot: refused.
     assert!(kernel_datagram(&[0; 60], ia, &mut out).is_none());
     assert!(kernel_datagram(&frame, ia, &mut out[..100]).is_none());

@@ -1,18 +1,23 @@
 //! `HostRank`: one rank's collective driver over its RC QP. [HOST-001]
 
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 
 use super::control::{control_header, echo_denied};
 use super::event::{HostError, HostEvent, HostProgress};
-use super::lane::{lane_of, HostSetupError, Lane, PatternLane};
+use super::lane::{lane_of, lane_of_qpn, HostSetupError, Lane, PatternLane};
 use super::plan::{locked, steps, CollectiveRequest, Lock, Step};
-use crate::engine::aggregate::{ElemType, Op, Reduction};
+use super::request::CheckedRequest;
+use super::sendbuf::SendBuf;
+use crate::engine::aggregate::Reduction;
 use crate::engine::PatternBinding;
 use crate::psn::Psn;
 use crate::roce::{Completion, ConfigError, QpConfig, RcQp, SendOp, WcStatus, WrId};
 use crate::time::Instant;
-use crate::wire::{Collective, EpicHeaderRepr, GroupId, ReduceOp, EPIC_HEADER_LEN, EPIC_IMM_TAG};
+use crate::wire::{
+    Collective, EpicHeaderRepr, Error, GroupId, RoceFrame, EPIC_HEADER_LEN, EPIC_IMM_TAG,
+};
 
 /// How a rank is set up. [HOST-002]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -71,7 +76,8 @@ struct Call {
     req: CollectiveRequest,
     steps: Vec<Step>,
     next_step: usize,
-    input: Vec<u8>,
+    /// The caller's input, kept once: messages in flight share it.
+    input: Arc<[u8]>,
     /// The result so far; empty until a step places data (a step that
     /// fills the whole result hands its buffer over instead of copying).
     output: Vec<u8>,
@@ -100,9 +106,10 @@ pub struct HostRank {
     /// Every call takes the tree's shared blocks first and gives them back
     /// last. [TMX-020]
     contended: bool,
-    /// Message buffers the QP handed back, lent again to the next posts:
-    /// a call's messages have the same length, so reusing them copies
-    /// without zeroing and allocates nothing after the first window.
+    /// Receive buffers the QP handed back, lent again to the next posts:
+    /// a call's messages have the same length, so reusing them allocates
+    /// nothing after the first window. (Sends copy nothing: each message
+    /// is a [`SendBuf`] into the call's input.)
     spare: Vec<Vec<u8>>,
     /// The last invocation's receive buffer, kept for the next one (its
     /// pages stay mapped; it is filled in order without zeroing).
@@ -206,7 +213,7 @@ impl HostRank {
 
     /// The RC endpoint (the first lane's: the only one in the resync
     /// profile, the AllReduce lane with per-pattern QPs).
-    pub fn qp(&self) -> &RcQp<Vec<u8>, Vec<u8>> {
+    pub fn qp(&self) -> &RcQp<SendBuf, Vec<u8>> {
         // `with_lanes` is never given an empty list.
         #[allow(clippy::indexing_slicing)]
         &self.lanes[0].qp
@@ -214,7 +221,7 @@ impl HostRank {
 
     /// Every RC endpoint of the rank, with the pattern it is bound to
     /// (`None` in the resync profile).
-    pub fn qps(&self) -> impl Iterator<Item = (Option<PatternBinding>, &RcQp<Vec<u8>, Vec<u8>>)> {
+    pub fn qps(&self) -> impl Iterator<Item = (Option<PatternBinding>, &RcQp<SendBuf, Vec<u8>>)> {
         self.lanes.iter().map(|l| (l.binding, &l.qp))
     }
 
@@ -223,95 +230,44 @@ impl HostRank {
         self.call.is_some()
     }
 
-    /// Starts a collective over `elements` elements. `input` is this
-    /// rank's contribution in wire encoding: `elements` elements for
-    /// AllReduce, Reduce, ReduceScatter (K blocks), AllGather (own block)
-    /// and the Broadcast root; empty for Barrier and Broadcast non-roots.
+    /// Starts the collective `req`, checked once for this rank and group
+    /// ([`CheckedRequest::new`]). `input` is this rank's contribution in
+    /// wire encoding, [`CheckedRequest::input_bytes`] long (a Broadcast
+    /// non-root may also pass the whole vector, which is not used).
     /// [HOST-010]
     pub fn start(
         &mut self,
         now: Instant,
-        req: CollectiveRequest,
-        elements: u64,
+        req: CheckedRequest,
         input: &[u8],
     ) -> Result<(), HostError> {
         if self.call.is_some() {
             return Err(HostError::Busy);
         }
         let ranks = self.cfg.ranks;
-        let barrier = req.collective == Collective::Barrier;
-        let size = if barrier {
-            0
-        } else {
-            usize::from(
-                req.dtype
-                    .size_bytes()
-                    .ok_or(HostError::InvalidArgument("dtype: needs an element type"))?,
-            )
-        };
-        let reduces = req.collective.reduces();
-        let reduction = if reduces {
-            Some(Reduction {
-                elem: ElemType::from_wire(req.dtype)
-                    .ok_or(HostError::InvalidArgument("dtype: unsupported"))?,
-                op: Op::from_wire(req.op)
-                    .ok_or(HostError::InvalidArgument("op: needs Sum, Min or Max"))?,
-            })
-        } else {
-            if req.op != ReduceOp::None {
-                return Err(HostError::InvalidArgument(
-                    "op: this collective does not reduce",
-                ));
-            }
-            None
-        };
-        if matches!(req.collective, Collective::Unknown(_)) {
-            return Err(HostError::InvalidArgument("collective: unknown"));
+        if req.rank() != self.cfg.rank || req.ranks() != ranks {
+            return Err(HostError::OtherGroup {
+                rank: req.rank(),
+                ranks: req.ranks(),
+            });
         }
-        if matches!(req.collective, Collective::Reduce | Collective::Broadcast) && req.root >= ranks
-        {
-            return Err(HostError::InvalidArgument("root: not a rank of the group"));
+        if input.len() != req.input_bytes() && input.len() != req.bytes() {
+            return Err(HostError::InputLength {
+                expected: req.input_bytes(),
+                got: input.len(),
+            });
         }
-        if barrier && (elements != 0 || !input.is_empty()) {
-            return Err(HostError::InvalidArgument("barrier: carries no data"));
-        }
-        if req.collective == Collective::ReduceScatter && elements % u64::from(ranks) != 0 {
-            return Err(HostError::InvalidArgument(
-                "elements: ReduceScatter needs a multiple of the group size",
-            ));
-        }
-        let bytes = usize::try_from(elements)
-            .ok()
-            .and_then(|e| e.checked_mul(size))
-            .ok_or(HostError::InvalidArgument("elements: too many"))?;
-        let contributes = !(req.collective == Collective::Broadcast && req.root != self.cfg.rank);
-        if contributes && !barrier && input.len() != bytes {
-            return Err(HostError::InvalidArgument(
-                "input: length is not elements × size",
-            ));
-        }
-        if !contributes && !input.is_empty() && input.len() != bytes {
-            return Err(HostError::InvalidArgument(
-                "input: length is not elements × size",
-            ));
-        }
-        let out_bytes = match req.collective {
-            Collective::Barrier => 0,
-            Collective::Reduce if req.root != self.cfg.rank => 0,
-            Collective::ReduceScatter => bytes / usize::from(ranks),
-            Collective::AllGather => bytes * usize::from(ranks),
-            _ => bytes,
-        };
-        let steps = steps(&req, self.cfg.rank, ranks, elements, size);
+        let size = req.element_size();
+        let steps = steps(req.request(), self.cfg.rank, ranks, req.elements(), size);
         let steps = if self.contended { locked(steps) } else { steps };
         self.call = Some(Call {
-            req,
+            req: *req.request(),
             steps,
             next_step: 0,
-            input: input.to_vec(),
+            input: Arc::from(input),
             output: Vec::new(),
-            out_bytes,
-            reduction,
+            out_bytes: req.output_bytes(),
+            reduction: req.reduction(),
             size,
             active: None,
         });
@@ -325,6 +281,30 @@ impl HostRank {
         let i = lane_of(&self.lanes, frame);
         if let Some(l) = self.lanes.get_mut(i) {
             l.qp.handle_frame(now, frame);
+        }
+        self.pump(now);
+    }
+
+    /// Feeds a frame already parsed and verified once by the driver
+    /// ([`RoceFrame::parse_verified_transport`] or
+    /// [`RoceFrame::parse_verified_transport_with_icrc`]) to the lane its
+    /// destination QP names; as [`handle_frame`](Self::handle_frame)
+    /// without parsing again. [HOST-020] [RC-006]
+    pub fn handle_verified(&mut self, now: Instant, frame: &RoceFrame<'_>) {
+        let i = lane_of_qpn(&self.lanes, frame.bth.dest_qp);
+        if let Some(l) = self.lanes.get_mut(i) {
+            l.qp.handle_verified(now, frame);
+        }
+        self.pump(now);
+    }
+
+    /// Counts a received `frame` that the driver's verified parse refused
+    /// with `error`, on the lane [`handle_frame`](Self::handle_frame)
+    /// would give it, under the QP's typed drop reason. [HOST-020] [RC-006]
+    pub fn handle_refused(&mut self, now: Instant, frame: &[u8], error: &Error) {
+        let i = lane_of(&self.lanes, frame);
+        if let Some(l) = self.lanes.get_mut(i) {
+            l.qp.handle_refused(error);
         }
         self.pump(now);
     }
@@ -452,7 +432,7 @@ impl HostRank {
     }
 
     /// The QP of the invocation in flight.
-    fn active_qp(&mut self) -> Option<&mut RcQp<Vec<u8>, Vec<u8>>> {
+    fn active_qp(&mut self) -> Option<&mut RcQp<SendBuf, Vec<u8>>> {
         let lane = self.call.as_ref()?.active.as_ref()?.lane;
         self.lanes.get_mut(lane).map(|l| &mut l.qp)
     }
@@ -465,7 +445,10 @@ impl HostRank {
         PatternBinding::of(step.collective, step.root)
             .map(|b| b.index(self.cfg.ranks))
             .filter(|i| *i < self.lanes.len())
-            .ok_or(HostError::InvalidArgument("collective: no lane carries it"))
+            .ok_or(HostError::NoLane {
+                collective: step.collective,
+                root: step.root,
+            })
     }
 
     /// Sends the control message of `step` and sets up its messages.
@@ -507,12 +490,11 @@ impl HostRank {
             None => lane.qp.send_psn(),
             Some(_) => lane.group_psn,
         };
-        let packets =
-            u32::try_from(packets).map_err(|_| HostError::InvalidArgument("elements: too many"))?;
-        let header = control_header(&step, &call.req, lane.group, self.seq, c, packets, ppb);
-        header.validate().map_err(|_| {
-            HostError::InvalidArgument("request: no valid EPIC header describes it")
+        let packets = u32::try_from(packets).map_err(|_| HostError::TooManyPackets {
+            elements: step.elements,
         })?;
+        let header = control_header(&step, &call.req, lane.group, self.seq, c, packets, ppb);
+        header.validate().map_err(HostError::Header)?;
         self.seq = self.seq.wrapping_add(1);
         let (sends, recvs) = match step.collective {
             Collective::AllReduce => (true, true),
@@ -558,7 +540,7 @@ impl HostRank {
             .post_send(
                 WrId(WR_CONTROL),
                 SendOp::SendWithImm { imm: EPIC_IMM_TAG },
-                hdr,
+                SendBuf::own(hdr),
             )
             .map_err(|_| HostError::Refused)?;
         Ok(())
@@ -619,13 +601,10 @@ impl HostRank {
             let i = a.posted_sends;
             let at = a.step.input_at + i as usize * a.msg_bytes;
             let len = msg_len(a, i);
-            let src = call
-                .input
-                .get(at..at + len)
-                .ok_or(HostError::InvalidArgument("input: too short"))?;
-            let mut data = spare.pop().unwrap_or_default();
-            data.clear();
-            data.extend_from_slice(src);
+            let data = SendBuf::input(&call.input, at, len).ok_or(HostError::InputLength {
+                expected: at + len,
+                got: call.input.len(),
+            })?;
             lane.qp
                 .post_send(WrId(u64::from(i)), SendOp::Send, data)
                 .map_err(|_| HostError::Refused)?;
@@ -634,7 +613,7 @@ impl HostRank {
         Ok(())
     }
 
-    fn complete(&mut self, c: Completion<Vec<u8>, Vec<u8>>) -> Result<(), HostError> {
+    fn complete(&mut self, c: Completion<SendBuf, Vec<u8>>) -> Result<(), HostError> {
         if c.status() != WcStatus::Success {
             return Err(HostError::Transport(c.status()));
         }
@@ -642,14 +621,11 @@ impl HostRank {
             return Ok(());
         };
         match c {
-            Completion::Send { wr_id, buf, .. } => {
+            Completion::Send { wr_id, .. } => {
                 if wr_id.0 == WR_CONTROL {
                     a.control_done = true;
                 } else {
                     a.done_sends += 1;
-                    if self.spare.len() < SPARE_BUFFERS {
-                        self.spare.push(buf);
-                    }
                 }
             }
             Completion::Recv {
@@ -724,7 +700,10 @@ impl HostRank {
                     r.load(&mut acc, &a.received)
                         .and_then(|_| r.accumulate(&mut acc, own))
                         .and_then(|_| r.store(&acc, &mut res))
-                        .map_err(|_| HostError::InvalidArgument("input: length"))?;
+                        .map_err(|_| HostError::InputLength {
+                            expected: a.received.len(),
+                            got: own.len(),
+                        })?;
                     place(call, out_at, &mut res);
                 }
             }

@@ -5,10 +5,11 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use super::sendbuf::SendBuf;
 use crate::engine::PatternBinding;
 use crate::psn::Psn;
 use crate::roce::{ConfigError, QpConfig, RcQp};
-use crate::wire::{GroupId, RoceFrame};
+use crate::wire::{GroupId, Qpn, RoceFrame};
 
 /// One per-pattern connection, as the manager assigns it: the group of the
 /// pattern's switch contexts and this rank's QP toward them. [CTL-050]
@@ -28,16 +29,44 @@ pub struct PatternLane {
 pub enum HostSetupError {
     /// A QP configuration was refused.
     Qp(ConfigError),
-    /// The per-pattern lanes are not one per pattern of the group: `what`
-    /// says how.
-    Lanes(&'static str),
+    /// The per-pattern lanes are not one per pattern of the group (2K + 1).
+    LaneCount {
+        /// Lanes the group needs.
+        expected: usize,
+        /// Lanes given.
+        got: usize,
+    },
+    /// A pattern of the group has no lane, or more than one.
+    PatternLanes {
+        /// The pattern.
+        binding: PatternBinding,
+        /// Lanes given for it.
+        got: usize,
+    },
+    /// Two lanes share a local QP number.
+    SharedQpn {
+        /// The QP number.
+        qpn: Qpn,
+    },
 }
 
 impl fmt::Display for HostSetupError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            HostSetupError::Qp(e) => write!(f, "QP configuration refused: {e:?}"),
-            HostSetupError::Lanes(what) => write!(f, "per-pattern lanes: {what}"),
+            HostSetupError::Qp(e) => write!(f, "QP configuration refused: {e}"),
+            HostSetupError::LaneCount { expected, got } => write!(
+                f,
+                "per-pattern lanes: {got} given, the group needs exactly {expected} (2K + 1)"
+            ),
+            HostSetupError::PatternLanes { binding, got } => write!(
+                f,
+                "per-pattern lanes: {got} lanes for {binding:?}, each pattern needs exactly one"
+            ),
+            HostSetupError::SharedQpn { qpn } => write!(
+                f,
+                "per-pattern lanes: two lanes share the local QPN {:#x}",
+                qpn.value()
+            ),
         }
     }
 }
@@ -54,7 +83,7 @@ pub(crate) struct Lane {
     /// connection and need no alignment. [CTL-040] [M1-050]
     pub(crate) resync: bool,
     pub(crate) group: GroupId,
-    pub(crate) qp: RcQp<Vec<u8>, Vec<u8>>,
+    pub(crate) qp: RcQp<SendBuf, Vec<u8>>,
     /// Per-pattern lanes: the group PSN the next invocation starts at. The
     /// QP's own PSNs run behind it on directions that carry no data of the
     /// pattern; the switch translates. [CTL-051]
@@ -79,19 +108,27 @@ impl Lane {
     ) -> Result<Vec<Lane>, HostSetupError> {
         let want = PatternBinding::all(ranks).count();
         if lanes.len() != want {
-            return Err(HostSetupError::Lanes("need exactly 2K + 1 lanes"));
+            return Err(HostSetupError::LaneCount {
+                expected: want,
+                got: lanes.len(),
+            });
         }
         let mut out = Vec::with_capacity(want);
         for b in PatternBinding::all(ranks) {
             let mut found = lanes.iter().filter(|l| l.binding == b);
             let (Some(l), None) = (found.next(), found.next()) else {
-                return Err(HostSetupError::Lanes("each pattern needs exactly one lane"));
+                return Err(HostSetupError::PatternLanes {
+                    binding: b,
+                    got: lanes.iter().filter(|l| l.binding == b).count(),
+                });
             };
             if out
                 .iter()
                 .any(|o: &Lane| o.qp.config().local_qpn == l.qp.local_qpn)
             {
-                return Err(HostSetupError::Lanes("two lanes share a local QPN"));
+                return Err(HostSetupError::SharedQpn {
+                    qpn: l.qp.local_qpn,
+                });
             }
             out.push(Lane {
                 binding: Some(b),
@@ -114,9 +151,17 @@ pub(crate) fn lane_of(lanes: &[Lane], frame: &[u8]) -> usize {
     let Ok(f) = RoceFrame::parse(frame) else {
         return 0;
     };
+    lane_of_qpn(lanes, f.bth.dest_qp)
+}
+
+/// The lane whose local QP is `dest`, or the first.
+pub(crate) fn lane_of_qpn(lanes: &[Lane], dest: Qpn) -> usize {
+    if lanes.len() == 1 {
+        return 0;
+    }
     lanes
         .iter()
-        .position(|l| l.qp.config().local_qpn == f.bth.dest_qp)
+        .position(|l| l.qp.config().local_qpn == dest)
         .unwrap_or(0)
 }
 
@@ -125,7 +170,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::roce::PathConfig;
-    use crate::wire::{EthernetAddress, Qpn};
+    use crate::wire::EthernetAddress;
     use alloc::string::ToString;
     use core::net::Ipv4Addr;
 
@@ -160,22 +205,27 @@ mod tests {
         for (i, lane) in out.iter().enumerate() {
             assert_eq!(lane.binding.unwrap().index(3), i);
         }
-        assert!(matches!(
-            Lane::per_pattern(4, &lanes(3)),
-            Err(HostSetupError::Lanes(_))
-        ));
+        assert_eq!(
+            Lane::per_pattern(4, &lanes(3)).unwrap_err(),
+            HostSetupError::LaneCount {
+                expected: 9,
+                got: 7
+            }
+        );
         let mut dup = lanes(3);
         dup[2].binding = dup[1].binding;
-        assert!(matches!(
-            Lane::per_pattern(3, &dup),
-            Err(HostSetupError::Lanes(what)) if what.contains("exactly one")
-        ));
+        let e = Lane::per_pattern(3, &dup).unwrap_err();
+        assert!(matches!(e, HostSetupError::PatternLanes { got: 0 | 2, .. }));
+        assert!(e.to_string().contains("exactly one"));
         let mut same_qp = lanes(3);
         same_qp[4].qp.local_qpn = same_qp[0].qp.local_qpn;
-        assert!(matches!(
-            Lane::per_pattern(3, &same_qp),
-            Err(HostSetupError::Lanes(what)) if what.contains("QPN")
-        ));
-        assert!(HostSetupError::Lanes("x").to_string().contains("lanes"));
+        let e = Lane::per_pattern(3, &same_qp).unwrap_err();
+        assert_eq!(
+            e,
+            HostSetupError::SharedQpn {
+                qpn: same_qp[0].qp.local_qpn
+            }
+        );
+        assert!(e.to_string().contains("QPN"));
     }
 }

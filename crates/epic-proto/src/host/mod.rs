@@ -28,6 +28,8 @@ mod event;
 mod lane;
 mod plan;
 pub mod reference;
+mod request;
+mod sendbuf;
 #[cfg(test)]
 mod tests;
 mod window;
@@ -36,4 +38,6 @@ pub use driver::{HostConfig, HostRank};
 pub use event::{HostError, HostEvent, HostProgress};
 pub use lane::{HostSetupError, PatternLane};
 pub use plan::CollectiveRequest;
+pub use request::{CheckedRequest, RequestError};
+pub use sendbuf::SendBuf;
 pub use window::{result_window, ResultLoop, RESULT_WINDOW_MAX};

@@ -9,6 +9,7 @@
     clippy::panic
 )]
 
+use std::string::ToString;
 use std::vec;
 use std::vec::Vec;
 
@@ -129,10 +130,51 @@ impl FakeSwitch {
     }
 }
 
+/// How the host is handed what it receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Feed {
+    /// [`HostRank::handle_frame`]: the bytes.
+    Frame,
+    /// Parsed and verified once by the driver:
+    /// [`HostRank::handle_verified`], or [`HostRank::handle_refused`].
+    Once,
+    /// As `Once`, the ICRC computed beforehand (as the UDP backend does).
+    OnceWithIcrc,
+}
+
+fn feed(host: &mut HostRank, how: Feed, now: Instant, frame: &[u8]) {
+    let parsed = match how {
+        Feed::Frame => return host.handle_frame(now, frame),
+        Feed::Once => RoceFrame::parse_verified_transport(frame),
+        Feed::OnceWithIcrc => {
+            let l = crate::wire::FrameLayout::locate(frame).unwrap();
+            let icrc = crate::wire::icrc::compute(&frame[l.ipv4..l.icrc]).unwrap();
+            RoceFrame::parse_verified_transport_with_icrc(frame, icrc)
+        }
+    };
+    match parsed {
+        Ok(f) => host.handle_verified(now, &f),
+        Err(e) => host.handle_refused(now, frame, &e),
+    }
+}
+
 /// Moves frames both ways until the host reports; returns the event and
 /// every frame the host sent.
 fn run(host: &mut HostRank, sw: &mut FakeSwitch) -> (HostEvent, Vec<Vec<u8>>) {
+    run_fed(host, sw, Feed::Frame, false)
+}
+
+/// [`run`], feeding the host `how`; with `corrupt`, every fourth frame
+/// toward the host first arrives with a flipped payload bit (and is
+/// dropped), then intact.
+fn run_fed(
+    host: &mut HostRank,
+    sw: &mut FakeSwitch,
+    how: Feed,
+    corrupt: bool,
+) -> (HostEvent, Vec<Vec<u8>>) {
     let now = Instant::ZERO;
+    let mut received = 0;
     let mut buf = vec![0u8; 4096];
     let mut sent = Vec::new();
     for _ in 0..1000 {
@@ -145,7 +187,13 @@ fn run(host: &mut HostRank, sw: &mut FakeSwitch) -> (HostEvent, Vec<Vec<u8>>) {
         }
         sw.serve();
         while let Ok(Some(n)) = sw.qp.poll_transmit(now, &mut buf) {
-            host.handle_frame(now, &buf[..n]);
+            received += 1;
+            if corrupt && received % 4 == 0 {
+                let mut bad = buf[..n].to_vec();
+                bad[n - 8] ^= 1;
+                feed(host, how, now, &bad);
+            }
+            feed(host, how, now, &buf[..n]);
         }
     }
     panic!("the call did not finish: {:?}", host.progress());
@@ -183,7 +231,9 @@ fn start(host: &mut HostRank, req: CollectiveRequest, input: &[u8]) {
     } else {
         ELEMENTS
     };
-    host.start(Instant::ZERO, req, elements, input).unwrap();
+    let cfg = *host.config();
+    let req = req.check(cfg.rank, cfg.ranks, elements).unwrap();
+    host.start(Instant::ZERO, req, input).unwrap();
 }
 
 /// The lock flags a control message carries: (acquire, release).
@@ -347,7 +397,9 @@ fn per_pattern_lock_barriers_use_the_all_reduce_lane() {
     let req = CollectiveRequest::new(Collective::Broadcast)
         .with_dtype(DataType::Int32)
         .with_root(1);
-    host.start(Instant::ZERO, req, ELEMENTS, &[]).unwrap();
+    let cfg = *host.config();
+    let req = req.check(cfg.rank, cfg.ranks, ELEMENTS).unwrap();
+    host.start(Instant::ZERO, req, &[]).unwrap();
     let mut buf = vec![0u8; 4096];
     let f = host.poll_transmit(Instant::ZERO, &mut buf).unwrap();
     let f = RoceFrame::parse(&buf[..f]).unwrap();
@@ -357,4 +409,104 @@ fn per_pattern_lock_barriers_use_the_all_reduce_lane() {
     let all_reduce_lane = PatternBinding::of(Collective::AllReduce, 0).unwrap();
     let lane = lanes.iter().find(|l| l.binding == all_reduce_lane).unwrap();
     assert_eq!(f.bth.dest_qp, lane.qp.remote_qpn);
+}
+
+/// [HOST-020] [RC-006] A frame parsed and verified once by the driver
+/// (with the ICRC computed there or handed on) does to the rank exactly
+/// what the bytes do: the same frames sent, the same result, the same
+/// counters, a corrupted frame dropped under the same typed reason.
+#[test]
+fn a_frame_verified_once_acts_as_its_bytes() {
+    let mut outcomes = Vec::new();
+    for how in [Feed::Frame, Feed::Once, Feed::OnceWithIcrc] {
+        let mut host = HostRank::new(host_config()).unwrap();
+        let mut sw = FakeSwitch::new();
+        let (req, input) = all_reduce();
+        start(&mut host, req, &input);
+        let (ev, sent) = run_fed(&mut host, &mut sw, how, true);
+        assert_eq!(ev, HostEvent::Completed { output: input });
+        let counters = host.qp().counters().clone();
+        assert!(counters.drops(crate::roce::DropReason::BadChecksum) > 0);
+        outcomes.push((sent, counters));
+    }
+    assert_eq!(outcomes[0], outcomes[1]);
+    assert_eq!(outcomes[0], outcomes[2]);
+}
+
+/// [HOST-010] [HOST-003] A request is checked once, for one rank of one
+/// group, and refused with what is wrong as data; the rank takes only a
+/// checked request, for its own seat, with an input of the right length.
+#[test]
+fn requests_are_checked_once_with_typed_refusals() {
+    let ar = CollectiveRequest::new(Collective::AllReduce)
+        .with_op(ReduceOp::Sum)
+        .with_dtype(DataType::Int32);
+    let ok = ar.check(0, 2, ELEMENTS).unwrap();
+    assert_eq!(ok.input_bytes(), 2400);
+    assert_eq!(ok.output_bytes(), 2400);
+    let refused = [
+        (
+            CollectiveRequest::new(Collective::Unknown(9)),
+            RequestError::UnknownCollective(Collective::Unknown(9)),
+        ),
+        (ar.with_dtype(DataType::None), RequestError::NoDataType),
+        (
+            ar.with_op(ReduceOp::None),
+            RequestError::UnsupportedOp(ReduceOp::None),
+        ),
+        (
+            CollectiveRequest::new(Collective::Broadcast)
+                .with_dtype(DataType::Int32)
+                .with_op(ReduceOp::Max),
+            RequestError::OpWithoutReduction {
+                collective: Collective::Broadcast,
+                op: ReduceOp::Max,
+            },
+        ),
+        (
+            CollectiveRequest::new(Collective::Broadcast)
+                .with_dtype(DataType::Int32)
+                .with_root(2),
+            RequestError::RootOutOfRange { root: 2, ranks: 2 },
+        ),
+        (
+            CollectiveRequest::new(Collective::ReduceScatter)
+                .with_dtype(DataType::Int32)
+                .with_op(ReduceOp::Sum),
+            RequestError::NotDivisible {
+                elements: 601,
+                ranks: 2,
+            },
+        ),
+        (
+            CollectiveRequest::new(Collective::Barrier),
+            RequestError::BarrierWithData { elements: 601 },
+        ),
+    ];
+    for (req, want) in refused {
+        let got = req.check(0, 2, 601).unwrap_err();
+        assert_eq!(got, want);
+        assert!(!got.to_string().is_empty());
+    }
+    assert_eq!(
+        ar.check(2, 2, 1).unwrap_err(),
+        RequestError::RankOutOfRange { rank: 2, ranks: 2 }
+    );
+    let mut host = HostRank::new(host_config()).unwrap();
+    let other = ar.check(1, 2, ELEMENTS).unwrap();
+    assert_eq!(
+        host.start(Instant::ZERO, other, &[]).unwrap_err(),
+        HostError::OtherGroup { rank: 1, ranks: 2 }
+    );
+    let e = host.start(Instant::ZERO, ok, &[0; 4]).unwrap_err();
+    assert_eq!(
+        e,
+        HostError::InputLength {
+            expected: 2400,
+            got: 4
+        }
+    );
+    assert!(e.is_misuse());
+    assert!(e.to_string().contains("2400"));
+    assert!(!host.busy());
 }

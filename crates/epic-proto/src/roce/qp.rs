@@ -13,8 +13,8 @@ use super::Queue;
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{
-    AethRepr, BthRepr, Ecn, ErrorKind, EtherType, EthernetRepr, ExtHeaders, IpProtocol, Ipv4Repr,
-    Opcode, RoceFrame, RoceFrameRepr, Transport, UdpRepr, AETH_LEN, BTH_LEN,
+    AethRepr, BthRepr, Ecn, Error, ErrorKind, EtherType, EthernetRepr, ExtHeaders, IpProtocol,
+    Ipv4Repr, Opcode, RoceFrame, RoceFrameRepr, Transport, UdpRepr, AETH_LEN, BTH_LEN,
     ETHERNET_VLAN_HEADER_LEN, ICRC_LEN, IMMDT_LEN, IPV4_HEADER_LEN, RETH_LEN, ROCEV2_PORT,
     UDP_HEADER_LEN,
 };
@@ -245,21 +245,28 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
     pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
         match RoceFrame::parse_verified_transport(frame) {
             Ok(f) => self.handle_verified(now, &f),
-            Err(e) => {
-                self.counters.rx_frames += 1;
-                let reason = if e.is_not_roce() {
-                    DropReason::NotRoce
-                } else if matches!(
-                    e.kind,
-                    ErrorKind::IcrcMismatch { .. } | ErrorKind::Ipv4Checksum { .. }
-                ) {
-                    DropReason::BadChecksum
-                } else {
-                    DropReason::Malformed
-                };
-                self.counters.drop(reason);
-            }
+            Err(e) => self.handle_refused(&e),
         }
+    }
+
+    /// Counts a received frame that the verified parse
+    /// ([`RoceFrame::parse_verified_transport`] or
+    /// [`RoceFrame::parse_verified_transport_with_icrc`]) refused with `e`,
+    /// under the drop reason [`handle_frame`](Self::handle_frame) gives it:
+    /// a driver that parses once hands the refusal here. [RC-006]
+    pub fn handle_refused(&mut self, e: &Error) {
+        self.counters.rx_frames += 1;
+        let reason = if e.is_not_roce() {
+            DropReason::NotRoce
+        } else if matches!(
+            e.kind,
+            ErrorKind::IcrcMismatch { .. } | ErrorKind::Ipv4Checksum { .. }
+        ) {
+            DropReason::BadChecksum
+        } else {
+            DropReason::Malformed
+        };
+        self.counters.drop(reason);
     }
 
     /// Feeds a frame already parsed by [`RoceFrame::parse_verified`] or

@@ -220,11 +220,13 @@ fn walk<'a>(
     let payload = field::slice(buf, payload_at..icrc_at - pad);
     rec.payload(payload);
 
-    if verify != Verify::No {
-        verify_checksums(buf, layout)?;
+    match verify {
+        Verify::No => {}
+        Verify::TransportGiven(computed) => verify_given(buf, layout, computed)?,
+        _ => verify_checksums(buf, layout)?,
     }
     let epic = match verify {
-        Verify::TransportOnly => None,
+        Verify::TransportOnly | Verify::TransportGiven(_) => None,
         _ if !is_epic_control(&bth, &ext) => None,
         Verify::No | Verify::Checksums => {
             Some(epic_control(Some(bth.psn), payload, payload_at, rec)?)
@@ -345,6 +347,31 @@ fn verify_checksums(buf: &[u8], layout: FrameLayout) -> Result<(), Error> {
     icrc::verify(layout.datagram(buf)).map_err(|e| e.add_offset(layout.icrc))
 }
 
+/// Checks the IPv4 header checksum, then compares the carried ICRC with
+/// `computed`, the ICRC the caller already computed over this frame.
+/// [WIRE-025] [WIRE-071]
+fn verify_given(buf: &[u8], layout: FrameLayout, computed: u32) -> Result<(), Error> {
+    let ip = Ipv4Packet::new_unchecked(field::rest(buf, layout.ipv4));
+    if !ip.verify_checksum() {
+        return Err(Error::new(
+            Layer::Ipv4,
+            ErrorKind::Ipv4Checksum {
+                carried: ip.checksum(),
+            },
+        )
+        .add_offset(layout.ipv4));
+    }
+    let carried = u32::from_le_bytes(field::array(buf, layout.icrc));
+    if carried == computed {
+        Ok(())
+    } else {
+        Err(
+            Error::new(Layer::Icrc, ErrorKind::IcrcMismatch { carried, computed })
+                .add_offset(layout.icrc),
+        )
+    }
+}
+
 /// Whether a packet is an EPIC control message: RC SEND_ONLY_WITH_IMMEDIATE
 /// with the EPIC tag in its ImmDt. [WIRE-101]
 pub fn is_epic_control(bth: &BthRepr, ext: &ExtHeaders) -> bool {
@@ -361,6 +388,8 @@ enum Verify {
     Checksums,
     /// Checksums, but an EPIC control message is left as the SEND it is.
     TransportOnly,
+    /// As `TransportOnly`, the ICRC computed by the caller.
+    TransportGiven(u32),
     /// Checksums and the EPIC header without rule 10 (the control PSN).
     HeaderOnly,
 }
@@ -411,6 +440,20 @@ impl<'a> RoceFrame<'a> {
     /// transport would; judging it is the collective layer's job. [RC-006]
     pub fn parse_verified_transport(buf: &'a [u8]) -> Result<RoceFrame<'a>, Error> {
         RoceFrame::parse_with(buf, Verify::TransportOnly)
+    }
+
+    /// Parses and verifies like [`RoceFrame::parse_verified_transport`],
+    /// with the ICRC the caller already computed over this frame (with
+    /// [`icrc::compute`] over the datagram, IPv4 header to the end of the
+    /// pad) instead of computing it again: the carried ICRC is compared
+    /// with `computed`. A backend that had to compute it hands it on (the
+    /// UDP backend solves the IPv4 identification from it). A mismatch is
+    /// the same [`ErrorKind::IcrcMismatch`]. [RC-006] [WIRE-071]
+    pub fn parse_verified_transport_with_icrc(
+        buf: &'a [u8],
+        computed: u32,
+    ) -> Result<RoceFrame<'a>, Error> {
+        RoceFrame::parse_with(buf, Verify::TransportGiven(computed))
     }
 
     /// Parses and verifies like [`RoceFrame::parse_verified`] but leaves

@@ -125,7 +125,9 @@ pub async fn drive_rank(
     elements: u64,
     input: &[u8],
 ) -> Result<Vec<u8>, HostError> {
-    rank.start(clock.now(), req, elements, input)?;
+    let cfg = *rank.config();
+    let req = req.check(cfg.rank, cfg.ranks, elements)?;
+    rank.start(clock.now(), req, input)?;
     let mut batch = RxBatch::new(64);
     let mut buf = vec![0u8; MAX_FRAME];
     let sleep = tokio::time::sleep(StdDuration::from_secs(3600));

@@ -468,8 +468,12 @@ impl Cluster {
             if let Some(IncNode::Host(h)) = self.sim.node_mut(id) {
                 h.outcome = None;
                 let r16 = u16::try_from(r).unwrap_or(u16::MAX);
+                let cfg = *h.rank.config();
+                let checked = req
+                    .check(cfg.rank, cfg.ranks, elements)
+                    .map_err(|e| ClusterError::Start(r16, e.into()))?;
                 h.rank
-                    .start(start, req, elements, input)
+                    .start(start, checked, input)
                     .map_err(|e| ClusterError::Start(r16, e))?;
                 // A call that needs no network (it cannot happen with
                 // K ≥ 2, but stay honest) completes at once.
