@@ -38,6 +38,9 @@ pub mod stdio;
 #[cfg(test)]
 mod router_tests;
 
+#[doc(hidden)]
+pub mod bench;
+
 pub use config::{ConfigError, SwitchConfig};
 pub use counters::{ContextCounters, DropReason, Drops, PortCounters, SwitchCounters};
 pub use handle::{spawn, SwitchControl, SwitchHandle};
