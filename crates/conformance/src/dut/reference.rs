@@ -50,7 +50,7 @@ impl Dut for ReferenceDut {
     }
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(u16, usize)> {
-        self.engine.poll_transmit(now, buf)
+        self.engine.poll_transmit(now, buf).map(|t| (t.port, t.len))
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

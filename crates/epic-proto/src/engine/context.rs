@@ -157,6 +157,8 @@ pub struct Context {
     /// Where the control plane placed the context's state, if it did.
     /// [TMX-001]
     pub(crate) placed: Option<super::arena::Placement>,
+    /// Its id in the engine. [ENG-010]
+    pub(crate) id: super::inc_engine::ContextId,
 }
 
 impl Context {
@@ -185,6 +187,7 @@ impl Context {
         let control_only = control_only(&cfg, shape);
         Ok(Context {
             placed: None,
+            id: super::inc_engine::ContextId::default(),
             term,
             control_only,
             shape,
@@ -196,6 +199,11 @@ impl Context {
             invs: InvocationTable::new(),
             cfg,
         })
+    }
+
+    /// Its id in the engine (given at install). [ENG-010]
+    pub fn id(&self) -> super::inc_engine::ContextId {
+        self.id
     }
 
     /// Sets the group PSN every endpoint and pipe starts from: the PSN the

@@ -15,7 +15,7 @@ use super::config::{
     ContextConfig, EngineConfig, Mode, Peer, PortNo, PsnAlignment, MAX_CONTEXT_ENDPOINTS,
 };
 use super::context::{Context, ContextFootprint};
-use super::counters::{EngineCounters, EngineDropReason};
+use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
 use super::error::InstallError;
 use super::modules::lookup_table::{Entry, LookupTable};
 use super::modules::translate_header::{translate_header, Outgoing, Source};
@@ -43,10 +43,63 @@ pub enum Disposition {
     NotEpic,
 }
 
+/// The typed id of an installed context: given at install, never reused
+/// by another context of the same engine, unchanged when other contexts
+/// are removed. [ENG-010]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ContextId(pub(crate) u32);
+
+impl ContextId {
+    /// The id as a number (for logs).
+    pub fn value(self) -> u32 {
+        self.0
+    }
+}
+
+/// A frame [`IncEngine::poll_transmit`] wrote. [ENG-020]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Transmit {
+    /// The port to send it on.
+    pub port: PortNo,
+    /// Its length at the start of the caller's buffer.
+    pub len: usize,
+    /// The context it belongs to (every frame the engine builds belongs to
+    /// one).
+    pub context: Option<ContextId>,
+}
+
+/// What [`IncEngine::handle_frame`] did with a frame: its disposition, the
+/// context it went to, and the drops it caused, so that a driver counts
+/// per port and per context without parsing the frame again. [ENG-060]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FrameOutcome {
+    /// Consumed, or left to the driver's forwarding.
+    pub disposition: Disposition,
+    /// The context whose endpoint the frame's destination QP names (set
+    /// even when the frame was then dropped, e.g. for its port, source or
+    /// checksum).
+    pub context: Option<ContextId>,
+    /// The drops counted while handling it; `drops.first()` is the
+    /// frame's own reason when it was dropped.
+    pub drops: FrameDrops,
+}
+
+impl FrameOutcome {
+    /// The frame's own drop reason, if it was dropped.
+    pub fn drop_reason(&self) -> Option<EngineDropReason> {
+        self.drops.first()
+    }
+}
+
 /// Everything the packet path may touch besides one context.
 pub(crate) struct Io<'a> {
     pub(crate) cfg: &'a EngineConfig,
     pub(crate) counters: &'a mut EngineCounters,
+    /// The drops of the current call, for its [`FrameOutcome`].
+    pub(crate) drops: &'a mut FrameDrops,
+    /// The id of the context being served.
+    pub(crate) id: ContextId,
     pub(crate) txq: &'a mut TxQueue,
     pub(crate) work: &'a mut WorkList,
     pub(crate) ident: &'a mut u16,
@@ -70,6 +123,7 @@ impl Io<'_> {
 
     pub(crate) fn drop(&mut self, reason: EngineDropReason) {
         self.counters.drop(reason);
+        self.drops.add(reason, 1);
     }
 
     /// Puts endpoint `ep` of this context on the work list.
@@ -93,6 +147,11 @@ pub struct IncEngine {
     work: WorkList,
     ident: u16,
     scratch: Vec<u8>,
+    /// The id the next installed context gets.
+    next_id: u32,
+    /// The drops and the context of the frame being handled.
+    frame_drops: FrameDrops,
+    frame_ctx: Option<ContextId>,
 }
 
 impl IncEngine {
@@ -111,6 +170,9 @@ impl IncEngine {
             work: WorkList::new(cfg.max_endpoints),
             ident: 0,
             scratch: vec![0; usize::from(crate::wire::MAX_PAYLOAD_BYTES) * 2],
+            next_id: 0,
+            frame_drops: FrameDrops::default(),
+            frame_ctx: None,
         }
     }
 
@@ -268,6 +330,8 @@ impl IncEngine {
             None => self.arena_used += fp.total(),
         }
         ctx.placed = at;
+        ctx.id = ContextId(self.next_id);
+        self.next_id = self.next_id.wrapping_add(1);
         self.contexts.push(ctx);
         Ok(fp)
     }
@@ -300,8 +364,30 @@ impl IncEngine {
         Ok(())
     }
 
-    /// Handles one frame that arrived on `port`. [ENG-001]
-    pub fn handle_frame(&mut self, now: Instant, port: PortNo, frame: &[u8]) -> Disposition {
+    /// Handles one frame that arrived on `port` and says what became of
+    /// it. [ENG-001] [ENG-060]
+    pub fn handle_frame(&mut self, now: Instant, port: PortNo, frame: &[u8]) -> FrameOutcome {
+        self.frame_drops = FrameDrops::default();
+        self.frame_ctx = None;
+        let disposition = self.handle_frame_inner(now, port, frame);
+        self.outcome(disposition)
+    }
+
+    fn outcome(&self, disposition: Disposition) -> FrameOutcome {
+        FrameOutcome {
+            disposition,
+            context: self.frame_ctx,
+            drops: self.frame_drops,
+        }
+    }
+
+    /// Counts a drop of the frame being handled.
+    fn drop_frame(&mut self, reason: EngineDropReason) {
+        self.counters.drop(reason);
+        self.frame_drops.add(reason, 1);
+    }
+
+    fn handle_frame_inner(&mut self, now: Instant, port: PortNo, frame: &[u8]) -> Disposition {
         self.counters.rx_frames += 1;
         // The ACK fast path: the same checks and the same outcome as the
         // general path below, without building a whole `RoceFrame`.
@@ -331,9 +417,12 @@ impl IncEngine {
         now: Instant,
         port: PortNo,
         f: &RoceFrame<'_>,
-    ) -> Disposition {
+    ) -> FrameOutcome {
+        self.frame_drops = FrameDrops::default();
+        self.frame_ctx = None;
         self.counters.rx_frames += 1;
-        self.dispatch(now, port, f)
+        let disposition = self.dispatch(now, port, f);
+        self.outcome(disposition)
     }
 
     /// Context `ci` and the `Io` of everything else the packet path may
@@ -343,6 +432,8 @@ impl IncEngine {
         let io = Io {
             cfg: &self.cfg,
             counters: &mut self.counters,
+            drops: &mut self.frame_drops,
+            id: ctx.id,
             txq: &mut self.txq,
             work: &mut self.work,
             ident: &mut self.ident,
@@ -371,12 +462,12 @@ impl IncEngine {
             return Err(Disposition::NotEpic);
         }
         let Some(entry) = self.table.lookup(qp) else {
-            self.counters.drop(EngineDropReason::UnknownQp);
+            self.drop_frame(EngineDropReason::UnknownQp);
             return Err(Disposition::Consumed);
         };
-        let ep = self
-            .contexts
-            .get(usize::from(entry.ctx))
+        let ctx = self.contexts.get(usize::from(entry.ctx));
+        self.frame_ctx = ctx.map(|c| c.id);
+        let ep = ctx
             .and_then(|c| c.eps.get(usize::from(entry.ep)))
             .map(|e| (e.cfg.port, e.cfg.remote_ip));
         // The source check, unless a test-only mutant skips it. [ENG-016]
@@ -386,17 +477,17 @@ impl IncEngine {
         let check_source = true;
         match ep {
             None => {
-                self.counters.drop(EngineDropReason::UnknownQp);
+                self.drop_frame(EngineDropReason::UnknownQp);
                 Err(Disposition::Consumed)
             }
             Some((p, _)) if p != port => {
-                self.counters.drop(EngineDropReason::WrongPort);
+                self.drop_frame(EngineDropReason::WrongPort);
                 Err(Disposition::Consumed)
             }
             // A frame from anyone but the endpoint's peer, though on its
             // port and to one of its QPs, is not the peer's. [ENG-016]
             Some((_, ip)) if check_source && ip != src => {
-                self.counters.drop(EngineDropReason::WrongSource);
+                self.drop_frame(EngineDropReason::WrongSource);
                 Err(Disposition::Consumed)
             }
             Some(_) => Ok(entry),
@@ -510,7 +601,13 @@ impl IncEngine {
             _ if layer == Layer::Epic => EngineDropReason::BadControl,
             _ => EngineDropReason::Malformed,
         };
-        self.counters.drop(reason);
+        self.drop_frame(reason);
+        // The context the frame's destination QP names, if its headers
+        // up to the BTH can be read. [ENG-060]
+        self.frame_ctx = dest_qpn(frame, self.cfg.ip)
+            .and_then(|q| self.table.lookup(q))
+            .and_then(|e| self.contexts.get(usize::from(e.ctx)))
+            .map(|c| c.id);
         Disposition::Consumed
     }
 
@@ -520,14 +617,14 @@ impl IncEngine {
     /// does not fit `buf` is counted (`tx_buffer_too_small`): a queued
     /// frame or an ACK/NAK is dropped, Mode I and Mode III data waits for
     /// the next call. [ENG-020]
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(PortNo, usize)> {
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         let mut discarded = 0;
         let queued = self.txq.pop_into(buf, &mut discarded);
         self.counters
             .drop_n(EngineDropReason::TxBufferTooSmall, discarded);
-        if let Some((port, len)) = queued {
+        if let Some((port, len, context)) = queued {
             self.counters.tx_frames += 1;
-            return Some((port, len));
+            return Some(Transmit { port, len, context });
         }
         // Every listed endpoint gets one look per call at most.
         let mut budget = self.work.len();
@@ -551,7 +648,11 @@ impl IncEngine {
                     }
                 }
                 io.counters.tx_frames += 1;
-                return Some((port, len));
+                return Some(Transmit {
+                    port,
+                    len,
+                    context: Some(io.id),
+                });
             }
         }
         None
@@ -679,7 +780,7 @@ pub(crate) fn queue_frame(
     *io.ident = io.ident.wrapping_add(1);
     let ident = *io.ident;
     let src = io.source();
-    let ok = io.txq.push_with(ep.port, |buf| {
+    let ok = io.txq.push_with(ep.port, Some(io.id), |buf| {
         translate_header(src, ident, ep, pkt, payload, buf)
     });
     if !ok {
@@ -746,4 +847,23 @@ pub(crate) fn emit_cnp(
     };
     let r = translate_header(io.source(), *io.ident, ep, &pkt, &[], buf);
     emitted(io, r)
+}
+
+/// The BTH destination QP of a RoCEv2 frame to `ip` whose headers up to
+/// the BTH can be read (untagged Ethernet), for the error path only.
+fn dest_qpn(frame: &[u8], ip: Ipv4Addr) -> Option<Qpn> {
+    use crate::wire::{BthPacket, EtherType, EthernetFrame, IpProtocol, Ipv4Packet, UdpPacket};
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    if eth.ethertype() != EtherType::Ipv4 {
+        return None;
+    }
+    let ipv4 = Ipv4Packet::new_checked(eth.payload()).ok()?;
+    if ipv4.dst_addr() != ip || ipv4.protocol() != IpProtocol::Udp {
+        return None;
+    }
+    let udp = UdpPacket::new_checked(ipv4.payload()).ok()?;
+    if udp.dst_port() != crate::wire::ROCEV2_PORT {
+        return None;
+    }
+    Some(BthPacket::new_checked(udp.payload()).ok()?.dest_qp())
 }

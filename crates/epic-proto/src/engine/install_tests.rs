@@ -200,9 +200,15 @@ fn frames_not_for_the_engine() {
     let mut e = engine();
     e.install(star(1, 2, Mode::Augmented, 0x1000)).unwrap();
     let now = Instant::from_nanos(0);
-    assert_eq!(e.handle_frame(now, 0, &[]), Disposition::Consumed);
+    assert_eq!(
+        e.handle_frame(now, 0, &[]).disposition,
+        Disposition::Consumed
+    );
     assert_eq!(e.counters().drops(EngineDropReason::Malformed), 1);
-    assert_eq!(e.handle_frame(now, 0, &[0xff; 14]), Disposition::NotEpic);
+    assert_eq!(
+        e.handle_frame(now, 0, &[0xff; 14]).disposition,
+        Disposition::NotEpic
+    );
     let mut junk = Vec::new();
     for i in 0..2000u32 {
         junk.push((i.wrapping_mul(2_654_435_761) >> 13) as u8);

@@ -80,13 +80,13 @@ pub use config::{
 #[cfg(feature = "alloc")]
 pub use context::{Context, ContextFootprint};
 #[cfg(feature = "alloc")]
-pub use counters::{EngineCounters, EngineDropReason};
+pub use counters::{DropClass, EngineCounters, EngineDropReason, FrameDrops};
 #[cfg(feature = "alloc")]
 pub use endpoint::EndpointState;
 #[cfg(feature = "alloc")]
 pub use error::InstallError;
 #[cfg(feature = "alloc")]
-pub use inc_engine::{Disposition, IncEngine, FRAME_OVERHEAD};
+pub use inc_engine::{ContextId, Disposition, FrameOutcome, IncEngine, Transmit, FRAME_OVERHEAD};
 #[cfg(feature = "alloc")]
 pub use invocation::{Invocation, PipeId};
 #[cfg(feature = "alloc")]
