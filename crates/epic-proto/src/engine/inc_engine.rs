@@ -390,12 +390,22 @@ impl IncEngine {
     fn handle_frame_inner(&mut self, now: Instant, port: PortNo, frame: &[u8]) -> Disposition {
         self.counters.rx_frames += 1;
         // The ACK fast path: the same checks and the same outcome as the
-        // general path below, without building a whole `RoceFrame`.
-        // [WIRE-065]
-        if let Some(ack) = AckFrame::parse_verified(frame) {
-            if let Some(d) = self.ack(now, port, &ack) {
-                return d;
+        // general path below, without building a whole `RoceFrame`; its
+        // checksums are verified once, here. [WIRE-065]
+        match AckFrame::parse_checked(frame) {
+            Some(Ok(ack)) => {
+                if let Some(d) = self.ack(now, port, &ack) {
+                    return d;
+                }
+                // A Mode I context runs its RC endpoint on the whole
+                // frame: parse it, without verifying it again.
+                return match RoceFrame::parse(frame) {
+                    Ok(f) => self.dispatch(now, port, &f),
+                    Err(e) => self.parse_failure(frame, e.layer, e.kind),
+                };
             }
+            Some(Err(e)) => return self.parse_failure(frame, e.layer, e.kind),
+            None => {}
         }
         // Rule 10 of the control header waits for the context: its PSN
         // may need translating first. [CTL-054]
@@ -590,14 +600,15 @@ impl IncEngine {
             }
             _ => {}
         }
-        let lax = LaxFrame::parse(frame);
-        if lax.ipv4.is_some_and(|ip| ip.dst != self.cfg.ip) {
+        // Only what the reason needs: the IPv4 header, not the ICRC.
+        let (ipv4, ipv4_checksum_ok) = LaxFrame::parse_ipv4(frame);
+        if ipv4.is_some_and(|ip| ip.dst != self.cfg.ip) {
             self.counters.rx_not_epic += 1;
             return Disposition::NotEpic;
         }
         let reason = match kind {
             ErrorKind::IcrcMismatch { .. } => EngineDropReason::BadChecksum,
-            _ if lax.ipv4_checksum_ok == Some(false) => EngineDropReason::BadChecksum,
+            _ if ipv4_checksum_ok == Some(false) => EngineDropReason::BadChecksum,
             _ if layer == Layer::Epic => EngineDropReason::BadControl,
             _ => EngineDropReason::Malformed,
         };
