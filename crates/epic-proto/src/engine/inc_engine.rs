@@ -7,24 +7,23 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::alignment::Flow;
 use super::arena::{Arena, Placement};
 #[cfg(feature = "mutants")]
 use super::config::Pitfall;
 use super::config::{
     ContextConfig, EngineConfig, Mode, Peer, PortNo, PsnAlignment, MAX_CONTEXT_ENDPOINTS,
 };
+use super::context::Flow;
 use super::context::{Context, ContextFootprint};
 use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
-use super::error::InstallError;
+use super::error::{InstallError, InvalidContext};
+use super::id::ContextId;
+use super::io::Io;
 use super::modules::lookup_table::{Entry, LookupTable};
-use super::modules::translate_header::{translate_header, Outgoing, Source};
 use super::txq::{TxQueue, WorkList};
-use crate::roce::rxe_udp_sport;
 use crate::time::Instant;
 use crate::wire::{
-    AckFrame, AckFrameRepr, AethRepr, CnpRepr, EmitError, ErrorKind, ExtHeaders, GroupId, LaxFrame,
-    Layer, Opcode, Qpn, RoceFrame, EPIC_IMM_TAG,
+    AckFrame, ErrorKind, GroupId, LaxFrame, Layer, Opcode, Qpn, RoceFrame, EPIC_IMM_TAG,
 };
 use core::net::Ipv4Addr;
 
@@ -41,20 +40,6 @@ pub enum Disposition {
     /// Not EPIC traffic for this switch (another destination, not RoCEv2):
     /// the driver forwards or drops it as a router would.
     NotEpic,
-}
-
-/// The typed id of an installed context: given at install, never reused
-/// by another context of the same engine, unchanged when other contexts
-/// are removed. [ENG-010]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct ContextId(pub(crate) u32);
-
-impl ContextId {
-    /// The id as a number (for logs).
-    pub fn value(self) -> u32 {
-        self.0
-    }
 }
 
 /// A frame [`IncEngine::poll_transmit`] wrote. [ENG-020]
@@ -92,49 +77,33 @@ impl FrameOutcome {
     }
 }
 
-/// Everything the packet path may touch besides one context.
-pub(crate) struct Io<'a> {
-    pub(crate) cfg: &'a EngineConfig,
-    pub(crate) counters: &'a mut EngineCounters,
-    /// The drops of the current call, for its [`FrameOutcome`].
-    pub(crate) drops: &'a mut FrameDrops,
-    /// The id of the context being served.
-    pub(crate) id: ContextId,
-    pub(crate) txq: &'a mut TxQueue,
-    pub(crate) work: &'a mut WorkList,
-    pub(crate) ident: &'a mut u16,
-    pub(crate) scratch: &'a mut Vec<u8>,
-    /// The placed blocks and their locks. [TMX-010]
-    pub(crate) arena: &'a mut Arena,
-    pub(crate) ctx: u16,
-    pub(crate) now: Instant,
-}
-
-impl Io<'_> {
-    pub(crate) fn source(&self) -> Source {
-        Source {
-            mac: self.cfg.mac,
-            ip: self.cfg.ip,
-            // Test-only mutant: frames leave with a stale ICRC. [ENG-053]
-            #[cfg(feature = "mutants")]
-            stale_icrc: self.cfg.pitfall == Some(Pitfall::StaleIcrc),
-        }
-    }
-
-    pub(crate) fn drop(&mut self, reason: EngineDropReason) {
-        self.counters.drop(reason);
-        self.drops.add(reason, 1);
-    }
-
-    /// Puts endpoint `ep` of this context on the work list.
-    pub(crate) fn list(&mut self, ep: u16, listed: &mut bool) {
-        if !*listed && self.work.push(self.ctx, ep) {
-            *listed = true;
-        }
-    }
-}
-
 /// One switch's IncEngine. [ENG-001]
+///
+/// # Call order
+/// - Contexts: [`install`](Self::install) or
+///   [`install_at`](Self::install_at) (then
+///   [`Context::set_start_psn`] through [`context_mut`](Self::context_mut)
+///   before the group's first frame), [`remove`](Self::remove),
+///   [`relocate`](Self::relocate), at any time between inputs.
+/// - Inputs: [`handle_frame`](Self::handle_frame) for each received frame
+///   (or [`handle_verified`](Self::handle_verified) for one the driver
+///   has parsed and verified), and [`handle_timeout`](Self::handle_timeout)
+///   when the deadline from [`poll_timeout`](Self::poll_timeout) passes
+///   (an early call does nothing). `handle_frame` returns a
+///   [`FrameOutcome`]: a `NotEpic` frame is the driver's to forward; the
+///   outcome names the frame's context and the drops it caused, so that
+///   the driver counts per port and per context without parsing it.
+/// - Outputs, after every input (a completed aggregation fans out to
+///   every child): drain [`poll_transmit`](Self::poll_transmit) until it
+///   returns `None`; each [`Transmit`] names the port, the length and the
+///   context of the frame written. Then read
+///   [`poll_timeout`](Self::poll_timeout).
+///
+/// Queues are allocated once, in [`new`](Self::new), and per context in
+/// `install`; nothing on the packet path allocates, reads a clock or
+/// draws a random number. Every frame that is not acted on is counted
+/// under an [`EngineDropReason`], whose [`class`](EngineDropReason::class)
+/// says whether it is normal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IncEngine {
     cfg: EngineConfig,
@@ -310,9 +279,8 @@ impl IncEngine {
                 free: self.arena_free(),
             });
         }
-        let mut ctx = Context::new(&self.cfg, cfg).map_err(|_| InstallError::Invalid {
-            what: "endpoints: a Mode I endpoint's RC configuration is out of range",
-        })?;
+        let mut ctx = Context::new(&self.cfg, cfg)
+            .map_err(|_| InstallError::Invalid(InvalidContext::Mode1RcConfig))?;
         let fp = ctx.footprint();
         let index =
             u16::try_from(self.contexts.len()).map_err(|_| InstallError::TooManyContexts {
@@ -695,40 +663,28 @@ fn validate(cfg: &ContextConfig, max_group: u16) -> Result<(), InstallError> {
     }
     let eps = cfg.endpoints.len();
     if !(2..=MAX_CONTEXT_ENDPOINTS).contains(&eps) {
-        return Err(InstallError::Invalid {
-            what: "endpoints: a context has 2 to 64 tree edges",
-        });
+        return Err(InstallError::Invalid(InvalidContext::EdgeCount));
     }
     if cfg.parent.is_some_and(|p| usize::from(p) >= eps) {
-        return Err(InstallError::Invalid {
-            what: "parent: not an endpoint index",
-        });
+        return Err(InstallError::Invalid(InvalidContext::ParentIndex));
     }
     if cfg.route.len() != usize::from(cfg.ranks) || cfg.route.iter().any(|r| usize::from(*r) >= eps)
     {
-        return Err(InstallError::Invalid {
-            what: "route: needs one endpoint index per rank",
-        });
+        return Err(InstallError::Invalid(InvalidContext::RouteLength));
     }
     if let PsnAlignment::PerPattern(b) = cfg.alignment {
         if b.root().is_some_and(|r| r >= cfg.ranks) {
-            return Err(InstallError::Invalid {
-                what: "alignment: the pattern's root is not a rank of the group",
-            });
+            return Err(InstallError::Invalid(InvalidContext::PatternRoot));
         }
     }
     for (i, e) in cfg.endpoints.iter().enumerate() {
         if let Peer::Rank(k) = e.peer {
             if cfg.route.get(usize::from(k)).map(|r| usize::from(*r)) != Some(i) {
-                return Err(InstallError::Invalid {
-                    what: "route: a rank's own edge must route to it",
-                });
+                return Err(InstallError::Invalid(InvalidContext::RankEdge));
             }
         }
         if Some(i) == cfg.parent.map(usize::from) && e.peer != Peer::Switch {
-            return Err(InstallError::Invalid {
-                what: "parent: the edge toward the root must lead to a switch",
-            });
+            return Err(InstallError::Invalid(InvalidContext::ParentNotSwitch));
         }
         if cfg
             .endpoints
@@ -746,9 +702,7 @@ fn validate(cfg: &ContextConfig, max_group: u16) -> Result<(), InstallError> {
         let used = cfg.route.iter().any(|r| usize::from(*r) == i)
             || cfg.parent.map(usize::from) == Some(i);
         if !used {
-            return Err(InstallError::Invalid {
-                what: "endpoints: an edge no rank is reached through",
-            });
+            return Err(InstallError::Invalid(InvalidContext::UnusedEdge));
         }
     }
     if cfg.mode == Mode::Terminated {
@@ -756,108 +710,21 @@ fn validate(cfg: &ContextConfig, max_group: u16) -> Result<(), InstallError> {
         // path MTU. [M1-010]
         let max = super::config::MODE1_MAX_WINDOW;
         if !(1..=max).contains(&cfg.slots) || !(1..=max).contains(&cfg.message_packets) {
-            return Err(InstallError::Invalid {
-                what: "slots/message_packets: Mode I needs 1 to 1024 messages of 1 to 1024 packets",
-            });
+            return Err(InstallError::Invalid(InvalidContext::Mode1Window));
         }
         if crate::roce::Mtu::from_bytes(u32::from(cfg.max_payload)).is_none() {
-            return Err(InstallError::Invalid {
-                what: "max_payload: Mode I packets are one path MTU (256 to 4096, a power of two)",
-            });
+            return Err(InstallError::Invalid(InvalidContext::Mode1Mtu));
         }
         return Ok(());
     }
     // PSN mod N must stay continuous across the 24-bit wrap. [ENG-015]
     if cfg.slots < 2 || cfg.slots > (1 << 22) || !cfg.slots.is_power_of_two() {
-        return Err(InstallError::Invalid {
-            what: "slots: N must be a power of two from 2 to 2^22",
-        });
+        return Err(InstallError::Invalid(InvalidContext::Slots));
     }
     if cfg.max_payload < 4 || cfg.max_payload > crate::wire::MAX_PAYLOAD_BYTES {
-        return Err(InstallError::Invalid {
-            what: "max_payload: U must be 4 to 4096 bytes",
-        });
+        return Err(InstallError::Invalid(InvalidContext::MaxPayload));
     }
     Ok(())
-}
-
-/// Builds a frame toward endpoint `cfg` through the output queue.
-pub(crate) fn queue_frame(
-    io: &mut Io<'_>,
-    ep: &super::config::EndpointConfig,
-    pkt: &Outgoing,
-    payload: &[u8],
-) {
-    *io.ident = io.ident.wrapping_add(1);
-    let ident = *io.ident;
-    let src = io.source();
-    let ok = io.txq.push_with(ep.port, Some(io.id), |buf| {
-        translate_header(src, ident, ep, pkt, payload, buf)
-    });
-    if !ok {
-        io.drop(EngineDropReason::TxQueueFull);
-    }
-}
-
-/// Writes an ACK/NAK frame toward `ep` into `buf`: TranslateHeader for
-/// the one frame shape that needs no general emitter. [ENG-053] [WIRE-066]
-pub(crate) fn emit_response(
-    io: &mut Io<'_>,
-    ep: &super::config::EndpointConfig,
-    r: &super::endpoint::Response,
-    buf: &mut [u8],
-) -> Option<usize> {
-    *io.ident = io.ident.wrapping_add(1);
-    let src = io.source();
-    let frame = AckFrameRepr {
-        dst_mac: ep.remote_mac,
-        src_mac: src.mac,
-        src: src.ip,
-        dst: ep.remote_ip,
-        ident: *io.ident,
-        src_port: rxe_udp_sport(ep.local_qpn, ep.remote_qpn),
-        dest_qp: ep.remote_qpn,
-        psn: r.psn,
-        aeth: AethRepr {
-            syndrome: r.syndrome,
-            msn: r.msn,
-        },
-    };
-    emitted(io, frame.emit(buf))
-}
-
-/// The length of a frame written for `poll_transmit`, or `None`, counting
-/// a caller's buffer too short for it. [ENG-020]
-pub(crate) fn emitted(io: &mut Io<'_>, r: Result<usize, EmitError>) -> Option<usize> {
-    match r {
-        Ok(n) => Some(n),
-        Err(EmitError::BufferTooSmall { .. }) => {
-            io.drop(EngineDropReason::TxBufferTooSmall);
-            None
-        }
-        Err(_) => None,
-    }
-}
-
-/// Writes a CNP toward `ep` into `buf`. [M3-060]
-pub(crate) fn emit_cnp(
-    io: &mut Io<'_>,
-    ep: &super::config::EndpointConfig,
-    buf: &mut [u8],
-) -> Option<usize> {
-    *io.ident = io.ident.wrapping_add(1);
-    let pkt = Outgoing {
-        opcode: Opcode::Cnp,
-        psn: crate::psn::Psn::ZERO,
-        ack_req: false,
-        becn: true,
-        ext: ExtHeaders {
-            cnp: Some(CnpRepr),
-            ..ExtHeaders::default()
-        },
-    };
-    let r = translate_header(io.source(), *io.ident, ep, &pkt, &[], buf);
-    emitted(io, r)
 }
 
 /// The BTH destination QP of a RoCEv2 frame to `ip` whose headers up to

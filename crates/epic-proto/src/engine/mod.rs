@@ -37,9 +37,13 @@ mod endpoint;
 #[cfg(feature = "alloc")]
 mod error;
 #[cfg(feature = "alloc")]
+mod id;
+#[cfg(feature = "alloc")]
 mod inc_engine;
 #[cfg(feature = "alloc")]
 pub mod invocation;
+#[cfg(feature = "alloc")]
+mod io;
 #[cfg(feature = "alloc")]
 mod lock;
 #[cfg(feature = "alloc")]
@@ -84,9 +88,11 @@ pub use counters::{DropClass, EngineCounters, EngineDropReason, FrameDrops};
 #[cfg(feature = "alloc")]
 pub use endpoint::EndpointState;
 #[cfg(feature = "alloc")]
-pub use error::InstallError;
+pub use error::{InstallError, InvalidContext};
 #[cfg(feature = "alloc")]
-pub use inc_engine::{ContextId, Disposition, FrameOutcome, IncEngine, Transmit, FRAME_OVERHEAD};
+pub use id::ContextId;
+#[cfg(feature = "alloc")]
+pub use inc_engine::{Disposition, FrameOutcome, IncEngine, Transmit, FRAME_OVERHEAD};
 #[cfg(feature = "alloc")]
 pub use invocation::{Invocation, PipeId};
 #[cfg(feature = "alloc")]

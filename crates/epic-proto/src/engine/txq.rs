@@ -6,7 +6,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::config::PortNo;
-use super::inc_engine::ContextId;
+use super::id::ContextId;
 use crate::wire::EmitError;
 
 /// A ring of preallocated frame buffers. [ENG-020]
