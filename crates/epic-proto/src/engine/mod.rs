@@ -60,17 +60,7 @@ mod pipe;
 mod txq;
 
 #[cfg(all(test, feature = "alloc"))]
-mod alignment_tests;
-#[cfg(all(test, feature = "alloc"))]
-mod install_tests;
-#[cfg(all(test, feature = "alloc"))]
-mod lock_tests;
-#[cfg(all(test, feature = "alloc", feature = "mutants"))]
-mod mutant_tests;
-#[cfg(all(test, feature = "alloc"))]
-mod source_tests;
-#[cfg(all(test, feature = "alloc"))]
-mod test_rig;
+mod tests;
 
 #[cfg(feature = "alloc")]
 pub use arena::{Arena, Block, Placement, PlacementError};

@@ -6,7 +6,7 @@ use alloc::string::ToString;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
-use super::*;
+use crate::engine::*;
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{EthernetAddress, GroupId, Qpn};

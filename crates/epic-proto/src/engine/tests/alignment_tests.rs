@@ -8,7 +8,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
-use super::*;
+use super::install_tests;
+use crate::engine::*;
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{
