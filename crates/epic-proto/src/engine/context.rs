@@ -167,6 +167,8 @@ pub struct Context {
     pub(crate) placed: Option<super::arena::Placement>,
     /// Its id in the engine. [ENG-010]
     pub(crate) id: super::id::ContextId,
+    /// [`Context::next_deadline`] as of the engine's last call.
+    pub(crate) deadline: Option<Instant>,
 }
 
 impl Context {
@@ -196,6 +198,7 @@ impl Context {
         Ok(Context {
             placed: None,
             id: super::id::ContextId::default(),
+            deadline: None,
             term,
             control_only,
             shape,
@@ -410,7 +413,8 @@ impl Context {
         None
     }
 
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+    /// The earliest timer of its endpoints.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         if let Some(t) = self.term.as_ref() {
             return t.poll_timeout();
         }

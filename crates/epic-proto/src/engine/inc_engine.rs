@@ -121,6 +121,12 @@ pub struct IncEngine {
     /// The drops and the context of the frame being handled.
     frame_drops: FrameDrops,
     frame_ctx: Option<ContextId>,
+    /// The context whose state the current call changed, whose cached
+    /// deadline [`IncEngine::settle`] refreshes.
+    touched: Option<u16>,
+    /// A context was lent out by `context_mut`: every cached deadline is
+    /// refreshed at the next call.
+    stale: bool,
 }
 
 impl IncEngine {
@@ -142,6 +148,8 @@ impl IncEngine {
             next_id: 0,
             frame_drops: FrameDrops::default(),
             frame_ctx: None,
+            touched: None,
+            stale: false,
         }
     }
 
@@ -182,6 +190,7 @@ impl IncEngine {
 
     /// The context of `group`, mutable (to set its start PSN).
     pub fn context_mut(&mut self, group: GroupId) -> Option<&mut Context> {
+        self.stale = true;
         self.contexts.iter_mut().find(|c| c.cfg.group == group)
     }
 
@@ -299,6 +308,7 @@ impl IncEngine {
         }
         ctx.placed = at;
         ctx.id = ContextId(self.next_id);
+        ctx.deadline = ctx.next_deadline();
         self.next_id = self.next_id.wrapping_add(1);
         self.contexts.push(ctx);
         Ok(fp)
@@ -338,7 +348,26 @@ impl IncEngine {
         self.frame_drops = FrameDrops::default();
         self.frame_ctx = None;
         let disposition = self.handle_frame_inner(now, port, frame);
+        self.settle();
         self.outcome(disposition)
+    }
+
+    /// Refreshes the cached deadline of the context the call changed (of
+    /// every context after `context_mut`), so that `poll_timeout` reads
+    /// one cached deadline per context instead of every endpoint's
+    /// timers.
+    fn settle(&mut self) {
+        if self.stale {
+            for c in &mut self.contexts {
+                c.deadline = c.next_deadline();
+            }
+            self.stale = false;
+            self.touched = None;
+        } else if let Some(ci) = self.touched.take() {
+            if let Some(c) = self.contexts.get_mut(usize::from(ci)) {
+                c.deadline = c.next_deadline();
+            }
+        }
     }
 
     fn outcome(&self, disposition: Disposition) -> FrameOutcome {
@@ -400,12 +429,14 @@ impl IncEngine {
         self.frame_ctx = None;
         self.counters.rx_frames += 1;
         let disposition = self.dispatch(now, port, f);
+        self.settle();
         self.outcome(disposition)
     }
 
     /// Context `ci` and the `Io` of everything else the packet path may
     /// touch.
     fn context_io(&mut self, ci: u16, now: Instant) -> Option<(&mut Context, Io<'_>)> {
+        self.touched = Some(ci);
         let ctx = self.contexts.get_mut(usize::from(ci))?;
         let io = Io {
             cfg: &self.cfg,
@@ -609,37 +640,53 @@ impl IncEngine {
         let mut budget = self.work.len();
         while budget > 0 {
             budget -= 1;
-            let (ci, ei) = self.work.pop()?;
-            let Some((ctx, mut io)) = self.context_io(ci, now) else {
-                continue;
+            let Some((ci, ei)) = self.work.pop() else {
+                self.settle();
+                return None;
             };
-            if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
-                ep.listed = false;
-            }
-            let sent = ctx.transmit(&mut io, ei, buf);
-            if let Some(len) = sent {
-                let port = ctx.eps.get(usize::from(ei)).map_or(0, |e| e.cfg.port);
-                // Come back to this endpoint after the others.
-                let more = ctx.has_work(ei);
-                if more {
-                    if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
-                        io.list(ei, &mut ep.listed);
-                    }
-                }
-                io.counters.tx_frames += 1;
-                return Some(Transmit {
-                    port,
-                    len,
-                    context: Some(io.id),
-                });
+            let sent = self.transmit_one(ci, ei, now, buf);
+            self.settle();
+            if sent.is_some() {
+                return sent;
             }
         }
+        self.settle();
         None
+    }
+
+    /// One look at endpoint `ei` of context `ci` for `poll_transmit`.
+    fn transmit_one(&mut self, ci: u16, ei: u16, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let (ctx, mut io) = self.context_io(ci, now)?;
+        if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
+            ep.listed = false;
+        }
+        let len = ctx.transmit(&mut io, ei, buf)?;
+        let port = ctx.eps.get(usize::from(ei)).map_or(0, |e| e.cfg.port);
+        // Come back to this endpoint after the others.
+        let more = ctx.has_work(ei);
+        if more {
+            if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
+                io.list(ei, &mut ep.listed);
+            }
+        }
+        io.counters.tx_frames += 1;
+        Some(Transmit {
+            port,
+            len,
+            context: Some(io.id),
+        })
     }
 
     /// The earliest instant at which [`IncEngine::handle_timeout`] has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.contexts.iter().filter_map(Context::poll_timeout).min()
+        if self.stale {
+            return self
+                .contexts
+                .iter()
+                .filter_map(Context::next_deadline)
+                .min();
+        }
+        self.contexts.iter().filter_map(|c| c.deadline).min()
     }
 
     /// Fires every timer due at `now`. [M3-040]
@@ -649,7 +696,9 @@ impl IncEngine {
             if let Some((ctx, mut io)) = self.context_io(ci, now) {
                 ctx.handle_timeout(&mut io);
             }
+            self.settle();
         }
+        self.settle();
     }
 }
 
