@@ -48,8 +48,8 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use epic_proto::engine::{
-    ContextConfig, EndpointConfig, EngineConfig, EngineDropReason, IncEngine, Mode, Peer, PipeId,
-    PsnAlignment, FRAME_OVERHEAD,
+    ContextConfig, EndpointConfig, EngineConfig, IncEngine, Mode, Peer, PipeId, PsnAlignment,
+    Transmit, FRAME_OVERHEAD,
 };
 use epic_proto::testing::FrameBuilder;
 use epic_proto::wire::{
@@ -244,7 +244,7 @@ impl Star {
     /// Everything the switch has to send; returns the frame count.
     fn drain(&mut self) -> usize {
         let mut n = 0;
-        while let Some((port, len)) = self.eng.poll_transmit(NOW, &mut self.out) {
+        while let Some(Transmit { port, len, .. }) = self.eng.poll_transmit(NOW, &mut self.out) {
             black_box((port, &self.out[..len]));
             n += 1;
         }
@@ -276,7 +276,7 @@ impl Star {
             .eng
             .counters()
             .nonzero_drops()
-            .filter(|(r, _)| !matches!(r, EngineDropReason::Absorbed | EngineDropReason::Duplicate))
+            .filter(|(r, _)| !r.is_benign())
             .collect();
         assert!(bad.is_empty(), "unexpected drops: {bad:?}");
     }
@@ -293,7 +293,7 @@ impl Star {
         }
         let (mut results, mut acks) = (vec![false; usize::from(s.d)], 0);
         let d = f32::from(s.d);
-        while let Some((port, len)) = s.eng.poll_transmit(NOW, &mut s.out) {
+        while let Some(Transmit { port, len, .. }) = s.eng.poll_transmit(NOW, &mut s.out) {
             let f = RoceFrame::parse_verified(&s.out[..len]).unwrap();
             assert_eq!(f.ipv4.dst, rank_ip(port));
             assert_eq!(f.bth.psn, psn);

@@ -3,9 +3,9 @@
 //! [SW-020]
 //!
 //! The engine counts drops per switch only; the driver charges each
-//! drop a frame causes in `handle_frame` to the frame's ingress port and,
-//! when its BTH destination QP names a context's endpoint, to that
-//! context. Drops the engine counts outside `handle_frame` (in
+//! drop a frame causes in `handle_frame` (as the engine's outcome lists
+//! them) to the frame's ingress port and, when its BTH destination QP
+//! names a context's endpoint, to that context. Drops the engine counts outside `handle_frame` (in
 //! `poll_transmit` or on a timer) appear only in the switch totals.
 
 use std::fmt;
@@ -23,8 +23,10 @@ pub trait DropReason: Copy + PartialEq + fmt::Debug + 'static {
     const ALL: &'static [Self];
     /// The stable snake_case name.
     fn label(self) -> &'static str;
-    /// Whether the "drop" is a normal outcome (the engine's `absorbed`
-    /// and `duplicate`), left out of [`Drops::total`].
+    /// Whether the "drop" is a normal outcome, left out of
+    /// [`Drops::total`]: for the engine, its
+    /// [`DropClass::Benign`](epic_proto::engine::DropClass::Benign)
+    /// reasons.
     fn benign(self) -> bool {
         false
     }
@@ -36,10 +38,7 @@ impl DropReason for EngineDropReason {
         EngineDropReason::label(self)
     }
     fn benign(self) -> bool {
-        matches!(
-            self,
-            EngineDropReason::Absorbed | EngineDropReason::Duplicate
-        )
+        self.is_benign()
     }
 }
 
@@ -111,20 +110,13 @@ impl<R: DropReason> Drops<R> {
 
     /// Adds one drop for `reason`.
     pub(crate) fn add(&mut self, reason: R) {
-        if let Some(i) = R::ALL.iter().position(|r| *r == reason) {
-            self.add_at(i, 1);
-        }
+        self.add_n(reason, 1);
     }
-}
 
-impl Drops<EngineDropReason> {
-    /// Adds the engine's drops between two snapshots of its counters.
-    pub(crate) fn add_delta(&mut self, before: &EngineCounters, after: &EngineCounters) {
-        for (i, r) in EngineDropReason::ALL.iter().enumerate() {
-            let d = after.drops(*r).saturating_sub(before.drops(*r));
-            if d > 0 {
-                self.add_at(i, d);
-            }
+    /// Adds `n` drops for `reason`.
+    pub(crate) fn add_n(&mut self, reason: R, n: u64) {
+        if let Some(i) = R::ALL.iter().position(|r| *r == reason) {
+            self.add_at(i, n);
         }
     }
 }

@@ -55,9 +55,9 @@ impl Dataplane {
         for c in &spec.contexts {
             install(&mut engine, c, ports)?;
         }
-        let mut attribution = Attribution::new(engine.config().ip, ports);
+        let mut attribution = Attribution::new(ports);
         for c in engine.contexts() {
-            attribution.add_context(&c.cfg);
+            attribution.add_context(c.id(), c.cfg.group);
         }
         Ok(Dataplane {
             name: spec.name,
@@ -87,11 +87,10 @@ impl Dataplane {
         frame: &[u8],
         send: &mut impl FnMut(u16, &[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
-        let before = self.engine.counters().clone();
-        match self.engine.handle_frame(now, port, frame) {
+        let outcome = self.engine.handle_frame(now, port, frame);
+        match outcome.disposition {
             Disposition::Consumed => {
-                self.attribution
-                    .epic_rx(port, frame, &before, self.engine.counters());
+                self.attribution.epic_rx(port, frame.len(), &outcome);
             }
             Disposition::NotEpic => {
                 let outcome = self.router.handle_frame(port, frame, &mut self.tx);
@@ -123,10 +122,10 @@ impl Dataplane {
         now: Instant,
         send: &mut impl FnMut(u16, &[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
-        while let Some((port, len)) = self.engine.poll_transmit(now, &mut self.tx) {
-            if let Some(f) = self.tx.get(..len) {
-                self.attribution.epic_tx(port, f);
-                send(port, f)?;
+        while let Some(t) = self.engine.poll_transmit(now, &mut self.tx) {
+            if let Some(f) = self.tx.get(..t.len) {
+                self.attribution.epic_tx(&t);
+                send(t.port, f)?;
             }
         }
         Ok(())
@@ -138,11 +137,11 @@ impl Dataplane {
         spec: &ContextSpec,
         ports: u16,
     ) -> Result<ContextFootprint, SwitchError> {
-        let r = install(&mut self.engine, spec, ports);
-        if r.is_ok() {
-            self.attribution.add_context(&spec.config);
+        let fp = install(&mut self.engine, spec, ports)?;
+        if let Some(c) = self.engine.context(spec.config.group) {
+            self.attribution.add_context(c.id(), c.cfg.group);
         }
-        r
+        Ok(fp)
     }
 
     /// Removes a group's context. [ENG-010]
@@ -150,8 +149,7 @@ impl Dataplane {
         self.engine
             .remove(group)
             .map_err(|source| SwitchError::Install { group, source })?;
-        self.attribution
-            .remove_context(group, self.engine.contexts().iter().map(|c| &c.cfg));
+        self.attribution.remove_context(group);
         Ok(())
     }
 

@@ -35,6 +35,9 @@ mod signal;
 mod spec;
 pub mod stdio;
 
+#[doc(hidden)]
+pub mod bench;
+
 pub use config::{ConfigError, SwitchConfig};
 pub use counters::{ContextCounters, DropReason, Drops, PortCounters, SwitchCounters};
 pub use handle::{spawn, SwitchControl, SwitchHandle};

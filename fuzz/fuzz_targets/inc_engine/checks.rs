@@ -686,9 +686,11 @@ impl Harness {
         let mut buf = vec![0u8; self.tx_buf.len()];
         for (i, (ev, want)) in self.log.iter().enumerate() {
             let got = match ev {
-                Event::Frame { now, port, bytes } => digest(&e.handle_frame(*now, *port, bytes)),
+                Event::Frame { now, port, bytes } => {
+                    digest(&e.handle_frame(*now, *port, bytes).disposition)
+                }
                 Event::Poll { now, len } => match e.poll_transmit(*now, &mut buf[..*len]) {
-                    Some((port, n)) => digest(&(port, &buf[..n])),
+                    Some(t) => digest(&(t.port, &buf[..t.len])),
                     None => digest(&()),
                 },
                 Event::Timeout { now } => {

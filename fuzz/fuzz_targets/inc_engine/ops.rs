@@ -84,7 +84,7 @@ impl Harness {
         let before = self.eng.counters().clone();
         let target = self.target_of(port, &bytes);
         let gated = self.gated(target, &bytes);
-        let disp = self.eng.handle_frame(self.now, port, &bytes);
+        let disp = self.eng.handle_frame(self.now, port, &bytes).disposition;
         self.rx_frames += 1;
         if tracing() {
             match RoceFrame::parse(&bytes) {
@@ -156,7 +156,7 @@ impl Harness {
         let now = self.now;
         while max == 0 || out.len() < max {
             let r = self.eng.poll_transmit(now, &mut buf[..len]);
-            let Some((port, n)) = r else {
+            let Some((port, n)) = r.map(|t| (t.port, t.len)) else {
                 self.log.push((Event::Poll { now, len }, digest(&())));
                 if len == buf.len() {
                     // `None` means nothing to send until the next input.

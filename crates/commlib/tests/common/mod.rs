@@ -277,8 +277,8 @@ pub async fn run_switch(
     tokio::pin!(sleep);
     loop {
         let now = clock.now();
-        while let Some((port, n)) = eng.poll_transmit(now, &mut buf) {
-            ports.send(port, &buf[..n]).unwrap();
+        while let Some(t) = eng.poll_transmit(now, &mut buf) {
+            ports.send(t.port, &buf[..t.len]).unwrap();
         }
         ports.flush().unwrap();
         let next = eng.poll_timeout();
@@ -300,7 +300,7 @@ pub async fn run_switch(
                     assert_eq!(held, hold, "the second group's hold did not take");
                 }
                 for (port, frame) in batch.iter() {
-                    if eng.handle_frame(now, port, frame) == Disposition::NotEpic {
+                    if eng.handle_frame(now, port, frame).disposition == Disposition::NotEpic {
                         let Ok(l) = FrameLayout::locate(frame) else { continue };
                         let Ok(ip) = Ipv4Packet::new_checked(&frame[l.ipv4..]) else { continue };
                         let dst = ip.dst_addr();

@@ -54,7 +54,7 @@ impl Node for ReferenceDut {
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(PortId, usize)> {
         self.engine
             .poll_transmit(now, buf)
-            .map(|(port, n)| (PortId(port), n))
+            .map(|t| (PortId(t.port), t.len))
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

@@ -523,5 +523,5 @@ fn narrow(acc: &[u8], wire: &mut [u8], f: impl Fn(u32) -> u16) {
 }
 
 #[cfg(test)]
-#[path = "aggregate_tests.rs"]
+#[path = "tests/aggregate_tests.rs"]
 mod tests;

@@ -14,19 +14,10 @@
 //! before any module sees them, outgoing ones back to wire PSNs after.
 //! Nothing inside the modes changes.
 
-use super::context::Context;
+use super::context::{Context, Flow};
 use super::endpoint::Response;
 use crate::psn::Psn;
 use crate::wire::Syndrome;
-
-/// A direction on an edge, seen from the switch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Flow {
-    /// Requests the peer sends us (and our acknowledgements of them).
-    In = 0,
-    /// Requests we send the peer (and its acknowledgements of them).
-    Out = 1,
-}
 
 impl Context {
     /// Whether direction `flow` of edge `ep` carries only control messages.

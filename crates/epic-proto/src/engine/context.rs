@@ -5,20 +5,28 @@
 use alloc::vec::Vec;
 use core::mem::size_of;
 
-use super::alignment::Flow;
 use super::config::{
     ContextConfig, EngineConfig, Mode, PatternBinding, PsnAlignment, INVOCATION_SLOTS,
 };
 use super::counters::EngineDropReason;
 use super::endpoint::EndpointState;
-use super::inc_engine::{emit_cnp, emit_response, Io};
 use super::invocation::{Invocation, InvocationTable, Pattern, PipeId, Shape};
+use super::io::{emit_cnp, emit_response, Io};
 use super::mode1::Terminated;
 use super::modules::lookup_table::Entry;
 use super::pipe::Pipe;
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{AethRepr, EpicHeaderRepr, GroupId, RoceFrame};
+
+/// A direction on an edge, seen from the switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Flow {
+    /// Requests the peer sends us (and our acknowledgements of them).
+    In = 0,
+    /// Requests we send the peer (and its acknowledgements of them).
+    Out = 1,
+}
 
 /// The arena bytes of one context, by kind. [ENG-013]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -157,6 +165,10 @@ pub struct Context {
     /// Where the control plane placed the context's state, if it did.
     /// [TMX-001]
     pub(crate) placed: Option<super::arena::Placement>,
+    /// Its id in the engine. [ENG-010]
+    pub(crate) id: super::id::ContextId,
+    /// [`Context::next_deadline`] as of the engine's last call.
+    pub(crate) deadline: Option<Instant>,
 }
 
 impl Context {
@@ -185,6 +197,8 @@ impl Context {
         let control_only = control_only(&cfg, shape);
         Ok(Context {
             placed: None,
+            id: super::id::ContextId::default(),
+            deadline: None,
             term,
             control_only,
             shape,
@@ -196,6 +210,11 @@ impl Context {
             invs: InvocationTable::new(),
             cfg,
         })
+    }
+
+    /// Its id in the engine (given at install). [ENG-010]
+    pub fn id(&self) -> super::id::ContextId {
+        self.id
     }
 
     /// Sets the group PSN every endpoint and pipe starts from: the PSN the
@@ -394,7 +413,8 @@ impl Context {
         None
     }
 
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+    /// The earliest timer of its endpoints.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         if let Some(t) = self.term.as_ref() {
             return t.poll_timeout();
         }

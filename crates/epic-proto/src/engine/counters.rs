@@ -148,11 +148,11 @@ impl EngineCounters {
         self.drops.get(reason as usize).copied().unwrap_or(0)
     }
 
-    /// Frames dropped for any reason, except the benign `Absorbed` and
-    /// `Duplicate`.
+    /// Frames dropped for any reason, except the [`DropClass::Benign`]
+    /// ones (`Absorbed`, `Duplicate`).
     pub fn total_drops(&self) -> u64 {
         self.nonzero_drops()
-            .filter(|(r, _)| !matches!(r, EngineDropReason::Absorbed | EngineDropReason::Duplicate))
+            .filter(|(r, _)| !r.is_benign())
             .map(|(_, n)| n)
             .sum()
     }
@@ -173,6 +173,112 @@ impl EngineCounters {
     pub(crate) fn drop_n(&mut self, reason: EngineDropReason, frames: u64) {
         if let Some(n) = self.drops.get_mut(reason as usize) {
             *n += frames;
+        }
+    }
+}
+
+/// What kind of event a drop reason is: the one place that decides which
+/// drops are normal. Drivers, counters and reports use it instead of
+/// listing reasons themselves. [ENG-060]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum DropClass {
+    /// Not a well-formed frame: bad checksum, bad header, truncated.
+    Malformed,
+    /// A well-formed frame its sender should not have sent here, now, or
+    /// like this (unknown QP, wrong port or source, out of range, stale).
+    PeerViolation,
+    /// The switch ran out of something (output queue, caller's buffer).
+    ResourceLimit,
+    /// A normal outcome counted as a "drop": data absorbed into a pipe,
+    /// a duplicate not aggregated again. Left out of drop totals.
+    Benign,
+}
+
+impl EngineDropReason {
+    /// The reason's class. [ENG-060]
+    pub const fn class(self) -> DropClass {
+        use EngineDropReason as R;
+        match self {
+            R::Malformed | R::BadChecksum | R::BadControl => DropClass::Malformed,
+            R::TxQueueFull | R::TxBufferTooSmall => DropClass::ResourceLimit,
+            R::Absorbed | R::Duplicate => DropClass::Benign,
+            R::UnknownQp
+            | R::WrongPort
+            | R::WrongSource
+            | R::UnsupportedOpcode
+            | R::WrongGroup
+            | R::UnsupportedInvocation
+            | R::ControlMismatch
+            | R::ControlOutOfOrder
+            | R::OutsideInvocation
+            | R::BadLength
+            | R::WrongDirection
+            | R::StaleData
+            | R::OutOfWindow
+            | R::BehindWindow
+            | R::AckIgnored
+            | R::AckOutsideInvocation
+            | R::FatalNak
+            | R::Transport
+            | R::NotGranted => DropClass::PeerViolation,
+        }
+    }
+
+    /// Whether the reason is [`DropClass::Benign`].
+    pub const fn is_benign(self) -> bool {
+        matches!(self.class(), DropClass::Benign)
+    }
+}
+
+const _: () = assert!(EngineDropReason::COUNT <= 32);
+
+/// The drops one call of the engine counted (a frame may cause more than
+/// one: its own, and a full output queue for its fan-out). [ENG-060]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct FrameDrops {
+    /// Bit `r as usize` set when reason `r` was counted.
+    mask: u32,
+    first: Option<EngineDropReason>,
+    counts: [u32; EngineDropReason::COUNT],
+}
+
+impl FrameDrops {
+    /// The first drop counted: the frame's own reason when it was dropped.
+    pub fn first(&self) -> Option<EngineDropReason> {
+        self.first
+    }
+
+    /// Whether nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        self.mask == 0
+    }
+
+    /// Every reason counted, with its count, in counter order.
+    pub fn iter(&self) -> impl Iterator<Item = (EngineDropReason, u64)> + '_ {
+        let mut mask = self.mask;
+        core::iter::from_fn(move || {
+            if mask == 0 {
+                return None;
+            }
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let r = EngineDropReason::ALL.get(i).copied()?;
+            Some((r, u64::from(self.counts.get(i).copied().unwrap_or(0))))
+        })
+    }
+
+    pub(crate) fn add(&mut self, reason: EngineDropReason, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let i = reason as usize;
+        if let Some(c) = self.counts.get_mut(i) {
+            *c = c.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+            self.mask |= 1 << i;
+            if self.first.is_none() {
+                self.first = Some(reason);
+            }
         }
     }
 }

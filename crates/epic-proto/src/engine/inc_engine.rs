@@ -7,24 +7,23 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::alignment::Flow;
 use super::arena::{Arena, Placement};
 #[cfg(feature = "mutants")]
 use super::config::Pitfall;
 use super::config::{
     ContextConfig, EngineConfig, Mode, Peer, PortNo, PsnAlignment, MAX_CONTEXT_ENDPOINTS,
 };
+use super::context::Flow;
 use super::context::{Context, ContextFootprint};
-use super::counters::{EngineCounters, EngineDropReason};
-use super::error::InstallError;
+use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
+use super::error::{InstallError, InvalidContext};
+use super::id::ContextId;
+use super::io::Io;
 use super::modules::lookup_table::{Entry, LookupTable};
-use super::modules::translate_header::{translate_header, Outgoing, Source};
 use super::txq::{TxQueue, WorkList};
-use crate::roce::rxe_udp_sport;
 use crate::time::Instant;
 use crate::wire::{
-    AckFrame, AckFrameRepr, AethRepr, CnpRepr, EmitError, ErrorKind, ExtHeaders, GroupId, LaxFrame,
-    Layer, Opcode, Qpn, RoceFrame, EPIC_IMM_TAG,
+    AckFrame, ErrorKind, GroupId, LaxFrame, Layer, Opcode, Qpn, RoceFrame, EPIC_IMM_TAG,
 };
 use core::net::Ipv4Addr;
 
@@ -43,44 +42,68 @@ pub enum Disposition {
     NotEpic,
 }
 
-/// Everything the packet path may touch besides one context.
-pub(crate) struct Io<'a> {
-    pub(crate) cfg: &'a EngineConfig,
-    pub(crate) counters: &'a mut EngineCounters,
-    pub(crate) txq: &'a mut TxQueue,
-    pub(crate) work: &'a mut WorkList,
-    pub(crate) ident: &'a mut u16,
-    pub(crate) scratch: &'a mut Vec<u8>,
-    /// The placed blocks and their locks. [TMX-010]
-    pub(crate) arena: &'a mut Arena,
-    pub(crate) ctx: u16,
-    pub(crate) now: Instant,
+/// A frame [`IncEngine::poll_transmit`] wrote. [ENG-020]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Transmit {
+    /// The port to send it on.
+    pub port: PortNo,
+    /// Its length at the start of the caller's buffer.
+    pub len: usize,
+    /// The context it belongs to (every frame the engine builds belongs to
+    /// one).
+    pub context: Option<ContextId>,
 }
 
-impl Io<'_> {
-    pub(crate) fn source(&self) -> Source {
-        Source {
-            mac: self.cfg.mac,
-            ip: self.cfg.ip,
-            // Test-only mutant: frames leave with a stale ICRC. [ENG-053]
-            #[cfg(feature = "mutants")]
-            stale_icrc: self.cfg.pitfall == Some(Pitfall::StaleIcrc),
-        }
-    }
+/// What [`IncEngine::handle_frame`] did with a frame: its disposition, the
+/// context it went to, and the drops it caused, so that a driver counts
+/// per port and per context without parsing the frame again. [ENG-060]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FrameOutcome {
+    /// Consumed, or left to the driver's forwarding.
+    pub disposition: Disposition,
+    /// The context whose endpoint the frame's destination QP names (set
+    /// even when the frame was then dropped, e.g. for its port, source or
+    /// checksum).
+    pub context: Option<ContextId>,
+    /// The drops counted while handling it; `drops.first()` is the
+    /// frame's own reason when it was dropped.
+    pub drops: FrameDrops,
+}
 
-    pub(crate) fn drop(&mut self, reason: EngineDropReason) {
-        self.counters.drop(reason);
-    }
-
-    /// Puts endpoint `ep` of this context on the work list.
-    pub(crate) fn list(&mut self, ep: u16, listed: &mut bool) {
-        if !*listed && self.work.push(self.ctx, ep) {
-            *listed = true;
-        }
+impl FrameOutcome {
+    /// The frame's own drop reason, if it was dropped.
+    pub fn drop_reason(&self) -> Option<EngineDropReason> {
+        self.drops.first()
     }
 }
 
 /// One switch's IncEngine. [ENG-001]
+///
+/// # Call order
+/// - Contexts: [`install`](Self::install) or
+///   [`install_at`](Self::install_at) (then
+///   [`Context::set_start_psn`] through [`context_mut`](Self::context_mut)
+///   before the group's first frame), [`remove`](Self::remove),
+///   [`relocate`](Self::relocate), at any time between inputs.
+/// - Inputs: [`handle_frame`](Self::handle_frame) for each received frame
+///   (or [`handle_verified`](Self::handle_verified) for one the driver
+///   has parsed and verified), and [`handle_timeout`](Self::handle_timeout)
+///   when the deadline from [`poll_timeout`](Self::poll_timeout) passes
+///   (an early call does nothing). `handle_frame` returns a
+///   [`FrameOutcome`]: a `NotEpic` frame is the driver's to forward; the
+///   outcome names the frame's context and the drops it caused, so that
+///   the driver counts per port and per context without parsing it.
+/// - Outputs, after every input (a completed aggregation fans out to
+///   every child): drain [`poll_transmit`](Self::poll_transmit) until it
+///   returns `None`; each [`Transmit`] names the port, the length and the
+///   context of the frame written. Then read
+///   [`poll_timeout`](Self::poll_timeout).
+///
+/// Queues are allocated once, in [`new`](Self::new), and per context in
+/// `install`; nothing on the packet path allocates, reads a clock or
+/// draws a random number. Every frame that is not acted on is counted
+/// under an [`EngineDropReason`], whose [`class`](EngineDropReason::class)
+/// says whether it is normal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IncEngine {
     cfg: EngineConfig,
@@ -93,6 +116,17 @@ pub struct IncEngine {
     work: WorkList,
     ident: u16,
     scratch: Vec<u8>,
+    /// The id the next installed context gets.
+    next_id: u32,
+    /// The drops and the context of the frame being handled.
+    frame_drops: FrameDrops,
+    frame_ctx: Option<ContextId>,
+    /// The context whose state the current call changed, whose cached
+    /// deadline [`IncEngine::settle`] refreshes.
+    touched: Option<u16>,
+    /// A context was lent out by `context_mut`: every cached deadline is
+    /// refreshed at the next call.
+    stale: bool,
 }
 
 impl IncEngine {
@@ -111,6 +145,11 @@ impl IncEngine {
             work: WorkList::new(cfg.max_endpoints),
             ident: 0,
             scratch: vec![0; usize::from(crate::wire::MAX_PAYLOAD_BYTES) * 2],
+            next_id: 0,
+            frame_drops: FrameDrops::default(),
+            frame_ctx: None,
+            touched: None,
+            stale: false,
         }
     }
 
@@ -151,6 +190,7 @@ impl IncEngine {
 
     /// The context of `group`, mutable (to set its start PSN).
     pub fn context_mut(&mut self, group: GroupId) -> Option<&mut Context> {
+        self.stale = true;
         self.contexts.iter_mut().find(|c| c.cfg.group == group)
     }
 
@@ -248,9 +288,8 @@ impl IncEngine {
                 free: self.arena_free(),
             });
         }
-        let mut ctx = Context::new(&self.cfg, cfg).map_err(|_| InstallError::Invalid {
-            what: "endpoints: a Mode I endpoint's RC configuration is out of range",
-        })?;
+        let mut ctx = Context::new(&self.cfg, cfg)
+            .map_err(|_| InstallError::Invalid(InvalidContext::Mode1RcConfig))?;
         let fp = ctx.footprint();
         let index =
             u16::try_from(self.contexts.len()).map_err(|_| InstallError::TooManyContexts {
@@ -268,6 +307,9 @@ impl IncEngine {
             None => self.arena_used += fp.total(),
         }
         ctx.placed = at;
+        ctx.id = ContextId(self.next_id);
+        ctx.deadline = ctx.next_deadline();
+        self.next_id = self.next_id.wrapping_add(1);
         self.contexts.push(ctx);
         Ok(fp)
     }
@@ -300,16 +342,67 @@ impl IncEngine {
         Ok(())
     }
 
-    /// Handles one frame that arrived on `port`. [ENG-001]
-    pub fn handle_frame(&mut self, now: Instant, port: PortNo, frame: &[u8]) -> Disposition {
+    /// Handles one frame that arrived on `port` and says what became of
+    /// it. [ENG-001] [ENG-060]
+    pub fn handle_frame(&mut self, now: Instant, port: PortNo, frame: &[u8]) -> FrameOutcome {
+        self.frame_drops = FrameDrops::default();
+        self.frame_ctx = None;
+        let disposition = self.handle_frame_inner(now, port, frame);
+        self.settle();
+        self.outcome(disposition)
+    }
+
+    /// Refreshes the cached deadline of the context the call changed (of
+    /// every context after `context_mut`), so that `poll_timeout` reads
+    /// one cached deadline per context instead of every endpoint's
+    /// timers.
+    fn settle(&mut self) {
+        if self.stale {
+            for c in &mut self.contexts {
+                c.deadline = c.next_deadline();
+            }
+            self.stale = false;
+            self.touched = None;
+        } else if let Some(ci) = self.touched.take() {
+            if let Some(c) = self.contexts.get_mut(usize::from(ci)) {
+                c.deadline = c.next_deadline();
+            }
+        }
+    }
+
+    fn outcome(&self, disposition: Disposition) -> FrameOutcome {
+        FrameOutcome {
+            disposition,
+            context: self.frame_ctx,
+            drops: self.frame_drops,
+        }
+    }
+
+    /// Counts a drop of the frame being handled.
+    fn drop_frame(&mut self, reason: EngineDropReason) {
+        self.counters.drop(reason);
+        self.frame_drops.add(reason, 1);
+    }
+
+    fn handle_frame_inner(&mut self, now: Instant, port: PortNo, frame: &[u8]) -> Disposition {
         self.counters.rx_frames += 1;
         // The ACK fast path: the same checks and the same outcome as the
-        // general path below, without building a whole `RoceFrame`.
-        // [WIRE-065]
-        if let Some(ack) = AckFrame::parse_verified(frame) {
-            if let Some(d) = self.ack(now, port, &ack) {
-                return d;
+        // general path below, without building a whole `RoceFrame`; its
+        // checksums are verified once, here. [WIRE-065]
+        match AckFrame::parse_checked(frame) {
+            Some(Ok(ack)) => {
+                if let Some(d) = self.ack(now, port, &ack) {
+                    return d;
+                }
+                // A Mode I context runs its RC endpoint on the whole
+                // frame: parse it, without verifying it again.
+                return match RoceFrame::parse(frame) {
+                    Ok(f) => self.dispatch(now, port, &f),
+                    Err(e) => self.parse_failure(frame, e.layer, e.kind),
+                };
             }
+            Some(Err(e)) => return self.parse_failure(frame, e.layer, e.kind),
+            None => {}
         }
         // Rule 10 of the control header waits for the context: its PSN
         // may need translating first. [CTL-054]
@@ -331,18 +424,25 @@ impl IncEngine {
         now: Instant,
         port: PortNo,
         f: &RoceFrame<'_>,
-    ) -> Disposition {
+    ) -> FrameOutcome {
+        self.frame_drops = FrameDrops::default();
+        self.frame_ctx = None;
         self.counters.rx_frames += 1;
-        self.dispatch(now, port, f)
+        let disposition = self.dispatch(now, port, f);
+        self.settle();
+        self.outcome(disposition)
     }
 
     /// Context `ci` and the `Io` of everything else the packet path may
     /// touch.
     fn context_io(&mut self, ci: u16, now: Instant) -> Option<(&mut Context, Io<'_>)> {
+        self.touched = Some(ci);
         let ctx = self.contexts.get_mut(usize::from(ci))?;
         let io = Io {
             cfg: &self.cfg,
             counters: &mut self.counters,
+            drops: &mut self.frame_drops,
+            id: ctx.id,
             txq: &mut self.txq,
             work: &mut self.work,
             ident: &mut self.ident,
@@ -371,12 +471,12 @@ impl IncEngine {
             return Err(Disposition::NotEpic);
         }
         let Some(entry) = self.table.lookup(qp) else {
-            self.counters.drop(EngineDropReason::UnknownQp);
+            self.drop_frame(EngineDropReason::UnknownQp);
             return Err(Disposition::Consumed);
         };
-        let ep = self
-            .contexts
-            .get(usize::from(entry.ctx))
+        let ctx = self.contexts.get(usize::from(entry.ctx));
+        self.frame_ctx = ctx.map(|c| c.id);
+        let ep = ctx
             .and_then(|c| c.eps.get(usize::from(entry.ep)))
             .map(|e| (e.cfg.port, e.cfg.remote_ip));
         // The source check, unless a test-only mutant skips it. [ENG-016]
@@ -386,17 +486,17 @@ impl IncEngine {
         let check_source = true;
         match ep {
             None => {
-                self.counters.drop(EngineDropReason::UnknownQp);
+                self.drop_frame(EngineDropReason::UnknownQp);
                 Err(Disposition::Consumed)
             }
             Some((p, _)) if p != port => {
-                self.counters.drop(EngineDropReason::WrongPort);
+                self.drop_frame(EngineDropReason::WrongPort);
                 Err(Disposition::Consumed)
             }
             // A frame from anyone but the endpoint's peer, though on its
             // port and to one of its QPs, is not the peer's. [ENG-016]
             Some((_, ip)) if check_source && ip != src => {
-                self.counters.drop(EngineDropReason::WrongSource);
+                self.drop_frame(EngineDropReason::WrongSource);
                 Err(Disposition::Consumed)
             }
             Some(_) => Ok(entry),
@@ -499,18 +599,25 @@ impl IncEngine {
             }
             _ => {}
         }
-        let lax = LaxFrame::parse(frame);
-        if lax.ipv4.is_some_and(|ip| ip.dst != self.cfg.ip) {
+        // Only what the reason needs: the IPv4 header, not the ICRC.
+        let (ipv4, ipv4_checksum_ok) = LaxFrame::parse_ipv4(frame);
+        if ipv4.is_some_and(|ip| ip.dst != self.cfg.ip) {
             self.counters.rx_not_epic += 1;
             return Disposition::NotEpic;
         }
         let reason = match kind {
             ErrorKind::IcrcMismatch { .. } => EngineDropReason::BadChecksum,
-            _ if lax.ipv4_checksum_ok == Some(false) => EngineDropReason::BadChecksum,
+            _ if ipv4_checksum_ok == Some(false) => EngineDropReason::BadChecksum,
             _ if layer == Layer::Epic => EngineDropReason::BadControl,
             _ => EngineDropReason::Malformed,
         };
-        self.counters.drop(reason);
+        self.drop_frame(reason);
+        // The context the frame's destination QP names, if its headers
+        // up to the BTH can be read. [ENG-060]
+        self.frame_ctx = dest_qpn(frame, self.cfg.ip)
+            .and_then(|q| self.table.lookup(q))
+            .and_then(|e| self.contexts.get(usize::from(e.ctx)))
+            .map(|c| c.id);
         Disposition::Consumed
     }
 
@@ -520,46 +627,66 @@ impl IncEngine {
     /// does not fit `buf` is counted (`tx_buffer_too_small`): a queued
     /// frame or an ACK/NAK is dropped, Mode I and Mode III data waits for
     /// the next call. [ENG-020]
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(PortNo, usize)> {
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         let mut discarded = 0;
         let queued = self.txq.pop_into(buf, &mut discarded);
         self.counters
             .drop_n(EngineDropReason::TxBufferTooSmall, discarded);
-        if let Some((port, len)) = queued {
+        if let Some((port, len, context)) = queued {
             self.counters.tx_frames += 1;
-            return Some((port, len));
+            return Some(Transmit { port, len, context });
         }
         // Every listed endpoint gets one look per call at most.
         let mut budget = self.work.len();
         while budget > 0 {
             budget -= 1;
-            let (ci, ei) = self.work.pop()?;
-            let Some((ctx, mut io)) = self.context_io(ci, now) else {
-                continue;
+            let Some((ci, ei)) = self.work.pop() else {
+                self.settle();
+                return None;
             };
-            if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
-                ep.listed = false;
-            }
-            let sent = ctx.transmit(&mut io, ei, buf);
-            if let Some(len) = sent {
-                let port = ctx.eps.get(usize::from(ei)).map_or(0, |e| e.cfg.port);
-                // Come back to this endpoint after the others.
-                let more = ctx.has_work(ei);
-                if more {
-                    if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
-                        io.list(ei, &mut ep.listed);
-                    }
-                }
-                io.counters.tx_frames += 1;
-                return Some((port, len));
+            let sent = self.transmit_one(ci, ei, now, buf);
+            self.settle();
+            if sent.is_some() {
+                return sent;
             }
         }
+        self.settle();
         None
+    }
+
+    /// One look at endpoint `ei` of context `ci` for `poll_transmit`.
+    fn transmit_one(&mut self, ci: u16, ei: u16, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let (ctx, mut io) = self.context_io(ci, now)?;
+        if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
+            ep.listed = false;
+        }
+        let len = ctx.transmit(&mut io, ei, buf)?;
+        let port = ctx.eps.get(usize::from(ei)).map_or(0, |e| e.cfg.port);
+        // Come back to this endpoint after the others.
+        let more = ctx.has_work(ei);
+        if more {
+            if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
+                io.list(ei, &mut ep.listed);
+            }
+        }
+        io.counters.tx_frames += 1;
+        Some(Transmit {
+            port,
+            len,
+            context: Some(io.id),
+        })
     }
 
     /// The earliest instant at which [`IncEngine::handle_timeout`] has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.contexts.iter().filter_map(Context::poll_timeout).min()
+        if self.stale {
+            return self
+                .contexts
+                .iter()
+                .filter_map(Context::next_deadline)
+                .min();
+        }
+        self.contexts.iter().filter_map(|c| c.deadline).min()
     }
 
     /// Fires every timer due at `now`. [M3-040]
@@ -569,7 +696,9 @@ impl IncEngine {
             if let Some((ctx, mut io)) = self.context_io(ci, now) {
                 ctx.handle_timeout(&mut io);
             }
+            self.settle();
         }
+        self.settle();
     }
 }
 
@@ -583,40 +712,28 @@ fn validate(cfg: &ContextConfig, max_group: u16) -> Result<(), InstallError> {
     }
     let eps = cfg.endpoints.len();
     if !(2..=MAX_CONTEXT_ENDPOINTS).contains(&eps) {
-        return Err(InstallError::Invalid {
-            what: "endpoints: a context has 2 to 64 tree edges",
-        });
+        return Err(InstallError::Invalid(InvalidContext::EdgeCount));
     }
     if cfg.parent.is_some_and(|p| usize::from(p) >= eps) {
-        return Err(InstallError::Invalid {
-            what: "parent: not an endpoint index",
-        });
+        return Err(InstallError::Invalid(InvalidContext::ParentIndex));
     }
     if cfg.route.len() != usize::from(cfg.ranks) || cfg.route.iter().any(|r| usize::from(*r) >= eps)
     {
-        return Err(InstallError::Invalid {
-            what: "route: needs one endpoint index per rank",
-        });
+        return Err(InstallError::Invalid(InvalidContext::RouteLength));
     }
     if let PsnAlignment::PerPattern(b) = cfg.alignment {
         if b.root().is_some_and(|r| r >= cfg.ranks) {
-            return Err(InstallError::Invalid {
-                what: "alignment: the pattern's root is not a rank of the group",
-            });
+            return Err(InstallError::Invalid(InvalidContext::PatternRoot));
         }
     }
     for (i, e) in cfg.endpoints.iter().enumerate() {
         if let Peer::Rank(k) = e.peer {
             if cfg.route.get(usize::from(k)).map(|r| usize::from(*r)) != Some(i) {
-                return Err(InstallError::Invalid {
-                    what: "route: a rank's own edge must route to it",
-                });
+                return Err(InstallError::Invalid(InvalidContext::RankEdge));
             }
         }
         if Some(i) == cfg.parent.map(usize::from) && e.peer != Peer::Switch {
-            return Err(InstallError::Invalid {
-                what: "parent: the edge toward the root must lead to a switch",
-            });
+            return Err(InstallError::Invalid(InvalidContext::ParentNotSwitch));
         }
         if cfg
             .endpoints
@@ -634,9 +751,7 @@ fn validate(cfg: &ContextConfig, max_group: u16) -> Result<(), InstallError> {
         let used = cfg.route.iter().any(|r| usize::from(*r) == i)
             || cfg.parent.map(usize::from) == Some(i);
         if !used {
-            return Err(InstallError::Invalid {
-                what: "endpoints: an edge no rank is reached through",
-            });
+            return Err(InstallError::Invalid(InvalidContext::UnusedEdge));
         }
     }
     if cfg.mode == Mode::Terminated {
@@ -644,106 +759,38 @@ fn validate(cfg: &ContextConfig, max_group: u16) -> Result<(), InstallError> {
         // path MTU. [M1-010]
         let max = super::config::MODE1_MAX_WINDOW;
         if !(1..=max).contains(&cfg.slots) || !(1..=max).contains(&cfg.message_packets) {
-            return Err(InstallError::Invalid {
-                what: "slots/message_packets: Mode I needs 1 to 1024 messages of 1 to 1024 packets",
-            });
+            return Err(InstallError::Invalid(InvalidContext::Mode1Window));
         }
         if crate::roce::Mtu::from_bytes(u32::from(cfg.max_payload)).is_none() {
-            return Err(InstallError::Invalid {
-                what: "max_payload: Mode I packets are one path MTU (256 to 4096, a power of two)",
-            });
+            return Err(InstallError::Invalid(InvalidContext::Mode1Mtu));
         }
         return Ok(());
     }
     // PSN mod N must stay continuous across the 24-bit wrap. [ENG-015]
     if cfg.slots < 2 || cfg.slots > (1 << 22) || !cfg.slots.is_power_of_two() {
-        return Err(InstallError::Invalid {
-            what: "slots: N must be a power of two from 2 to 2^22",
-        });
+        return Err(InstallError::Invalid(InvalidContext::Slots));
     }
     if cfg.max_payload < 4 || cfg.max_payload > crate::wire::MAX_PAYLOAD_BYTES {
-        return Err(InstallError::Invalid {
-            what: "max_payload: U must be 4 to 4096 bytes",
-        });
+        return Err(InstallError::Invalid(InvalidContext::MaxPayload));
     }
     Ok(())
 }
 
-/// Builds a frame toward endpoint `cfg` through the output queue.
-pub(crate) fn queue_frame(
-    io: &mut Io<'_>,
-    ep: &super::config::EndpointConfig,
-    pkt: &Outgoing,
-    payload: &[u8],
-) {
-    *io.ident = io.ident.wrapping_add(1);
-    let ident = *io.ident;
-    let src = io.source();
-    let ok = io.txq.push_with(ep.port, |buf| {
-        translate_header(src, ident, ep, pkt, payload, buf)
-    });
-    if !ok {
-        io.drop(EngineDropReason::TxQueueFull);
+/// The BTH destination QP of a RoCEv2 frame to `ip` whose headers up to
+/// the BTH can be read (untagged Ethernet), for the error path only.
+fn dest_qpn(frame: &[u8], ip: Ipv4Addr) -> Option<Qpn> {
+    use crate::wire::{BthPacket, EtherType, EthernetFrame, IpProtocol, Ipv4Packet, UdpPacket};
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    if eth.ethertype() != EtherType::Ipv4 {
+        return None;
     }
-}
-
-/// Writes an ACK/NAK frame toward `ep` into `buf`: TranslateHeader for
-/// the one frame shape that needs no general emitter. [ENG-053] [WIRE-066]
-pub(crate) fn emit_response(
-    io: &mut Io<'_>,
-    ep: &super::config::EndpointConfig,
-    r: &super::endpoint::Response,
-    buf: &mut [u8],
-) -> Option<usize> {
-    *io.ident = io.ident.wrapping_add(1);
-    let src = io.source();
-    let frame = AckFrameRepr {
-        dst_mac: ep.remote_mac,
-        src_mac: src.mac,
-        src: src.ip,
-        dst: ep.remote_ip,
-        ident: *io.ident,
-        src_port: rxe_udp_sport(ep.local_qpn, ep.remote_qpn),
-        dest_qp: ep.remote_qpn,
-        psn: r.psn,
-        aeth: AethRepr {
-            syndrome: r.syndrome,
-            msn: r.msn,
-        },
-    };
-    emitted(io, frame.emit(buf))
-}
-
-/// The length of a frame written for `poll_transmit`, or `None`, counting
-/// a caller's buffer too short for it. [ENG-020]
-pub(crate) fn emitted(io: &mut Io<'_>, r: Result<usize, EmitError>) -> Option<usize> {
-    match r {
-        Ok(n) => Some(n),
-        Err(EmitError::BufferTooSmall { .. }) => {
-            io.drop(EngineDropReason::TxBufferTooSmall);
-            None
-        }
-        Err(_) => None,
+    let ipv4 = Ipv4Packet::new_checked(eth.payload()).ok()?;
+    if ipv4.dst_addr() != ip || ipv4.protocol() != IpProtocol::Udp {
+        return None;
     }
-}
-
-/// Writes a CNP toward `ep` into `buf`. [M3-060]
-pub(crate) fn emit_cnp(
-    io: &mut Io<'_>,
-    ep: &super::config::EndpointConfig,
-    buf: &mut [u8],
-) -> Option<usize> {
-    *io.ident = io.ident.wrapping_add(1);
-    let pkt = Outgoing {
-        opcode: Opcode::Cnp,
-        psn: crate::psn::Psn::ZERO,
-        ack_req: false,
-        becn: true,
-        ext: ExtHeaders {
-            cnp: Some(CnpRepr),
-            ..ExtHeaders::default()
-        },
-    };
-    let r = translate_header(io.source(), *io.ident, ep, &pkt, &[], buf);
-    emitted(io, r)
+    let udp = UdpPacket::new_checked(ipv4.payload()).ok()?;
+    if udp.dst_port() != crate::wire::ROCEV2_PORT {
+        return None;
+    }
+    Some(BthPacket::new_checked(udp.payload()).ok()?.dest_qp())
 }

@@ -14,8 +14,8 @@
 //! so PSN alignment never depends on the outcome.
 
 use super::context::Context;
-use super::inc_engine::Io;
 use super::invocation::{Pattern, PipeId};
+use super::io::Io;
 use crate::wire::{EpicHeaderRepr, LockRequest};
 
 /// A control message on its way through the lock: the header it is

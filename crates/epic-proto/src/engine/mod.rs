@@ -37,9 +37,13 @@ mod endpoint;
 #[cfg(feature = "alloc")]
 mod error;
 #[cfg(feature = "alloc")]
+mod id;
+#[cfg(feature = "alloc")]
 mod inc_engine;
 #[cfg(feature = "alloc")]
 pub mod invocation;
+#[cfg(feature = "alloc")]
+mod io;
 #[cfg(feature = "alloc")]
 mod lock;
 #[cfg(feature = "alloc")]
@@ -56,17 +60,7 @@ mod pipe;
 mod txq;
 
 #[cfg(all(test, feature = "alloc"))]
-mod alignment_tests;
-#[cfg(all(test, feature = "alloc"))]
-mod install_tests;
-#[cfg(all(test, feature = "alloc"))]
-mod lock_tests;
-#[cfg(all(test, feature = "alloc", feature = "mutants"))]
-mod mutant_tests;
-#[cfg(all(test, feature = "alloc"))]
-mod source_tests;
-#[cfg(all(test, feature = "alloc"))]
-mod test_rig;
+mod tests;
 
 #[cfg(feature = "alloc")]
 pub use arena::{Arena, Block, Placement, PlacementError};
@@ -80,13 +74,15 @@ pub use config::{
 #[cfg(feature = "alloc")]
 pub use context::{Context, ContextFootprint};
 #[cfg(feature = "alloc")]
-pub use counters::{EngineCounters, EngineDropReason};
+pub use counters::{DropClass, EngineCounters, EngineDropReason, FrameDrops};
 #[cfg(feature = "alloc")]
 pub use endpoint::EndpointState;
 #[cfg(feature = "alloc")]
-pub use error::InstallError;
+pub use error::{InstallError, InvalidContext};
 #[cfg(feature = "alloc")]
-pub use inc_engine::{Disposition, IncEngine, FRAME_OVERHEAD};
+pub use id::ContextId;
+#[cfg(feature = "alloc")]
+pub use inc_engine::{Disposition, FrameOutcome, IncEngine, Transmit, FRAME_OVERHEAD};
 #[cfg(feature = "alloc")]
 pub use invocation::{Invocation, PipeId};
 #[cfg(feature = "alloc")]

@@ -4,15 +4,15 @@
 //! senders. [M2-001]
 
 use super::aggregate::Reduction;
-use super::alignment::Flow;
 use super::config::Peer;
 #[cfg(feature = "mutants")]
 use super::config::Pitfall;
 use super::context::Context;
+use super::context::Flow;
 use super::counters::EngineDropReason;
 use super::endpoint::Response;
-use super::inc_engine::{queue_frame, Io};
 use super::invocation::{EpSet, Pattern, PipeId};
+use super::io::{queue_frame, Io};
 use super::modules::aggregate_data::aggregate_data;
 use super::modules::check_duplicate::check_duplicate;
 use super::modules::recycle_buffer::recycle_buffer;

@@ -3,13 +3,13 @@
 //! [psnStart, psnStart + N), psnStart = min(lastAcked) + 1 over the pipe's
 //! outputs. [M3-001]
 
-use super::alignment::Flow;
 use super::config::{Peer, Pitfall, INVOCATION_SLOTS};
 use super::context::Context;
+use super::context::Flow;
 use super::counters::EngineDropReason;
 use super::endpoint::Response;
-use super::inc_engine::{emitted, Io};
 use super::invocation::{Pattern, PipeId};
+use super::io::{emitted, Io};
 use super::mode2::{control_packet, result_payload};
 use super::modules::aggregate_data::aggregate_data;
 use super::modules::check_duplicate::check_duplicate;

@@ -6,13 +6,14 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::config::PortNo;
+use super::id::ContextId;
 use crate::wire::EmitError;
 
 /// A ring of preallocated frame buffers. [ENG-020]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct TxQueue {
     bufs: Vec<Vec<u8>>,
-    meta: Vec<(PortNo, usize)>,
+    meta: Vec<(PortNo, usize, Option<ContextId>)>,
     head: usize,
     len: usize,
 }
@@ -21,7 +22,7 @@ impl TxQueue {
     pub(crate) fn new(frames: usize, frame_len: usize) -> TxQueue {
         TxQueue {
             bufs: vec![vec![0; frame_len]; frames],
-            meta: vec![(0, 0); frames],
+            meta: vec![(0, 0, None); frames],
             head: 0,
             len: 0,
         }
@@ -32,6 +33,7 @@ impl TxQueue {
     pub(crate) fn push_with(
         &mut self,
         port: PortNo,
+        ctx: Option<ContextId>,
         build: impl FnOnce(&mut [u8]) -> Result<usize, EmitError>,
     ) -> bool {
         let cap = self.bufs.len();
@@ -44,7 +46,7 @@ impl TxQueue {
         };
         match build(buf) {
             Ok(n) => {
-                *meta = (port, n);
+                *meta = (port, n, ctx);
                 self.len += 1;
                 true
             }
@@ -58,7 +60,7 @@ impl TxQueue {
         &mut self,
         out: &mut [u8],
         discarded: &mut u64,
-    ) -> Option<(PortNo, usize)> {
+    ) -> Option<(PortNo, usize, Option<ContextId>)> {
         while self.len > 0 {
             let cap = self.bufs.len();
             let at = self.head;
@@ -68,12 +70,12 @@ impl TxQueue {
                 // Start over at the first buffer: it stays in cache.
                 self.head = 0;
             }
-            let (port, n) = self.meta.get(at).copied()?;
+            let (port, n, ctx) = self.meta.get(at).copied()?;
             let src = self.bufs.get(at).and_then(|b| b.get(..n))?;
             match out.get_mut(..n) {
                 Some(dst) => {
                     dst.copy_from_slice(src);
-                    return Some((port, n));
+                    return Some((port, n, ctx));
                 }
                 None => *discarded += 1,
             }
@@ -147,31 +149,34 @@ mod tests {
     #[test]
     fn queue_is_bounded_fifo() {
         let mut q = TxQueue::new(2, 16);
-        assert!(q.push_with(1, |b| {
+        assert!(q.push_with(1, None, |b| {
             b[0] = 1;
             Ok(1)
         }));
-        assert!(q.push_with(2, |b| {
+        assert!(q.push_with(2, None, |b| {
             b[0] = 2;
             Ok(1)
         }));
-        assert!(!q.push_with(3, |_| Ok(1)), "full");
+        assert!(!q.push_with(3, None, |_| Ok(1)), "full");
         let mut out = [0u8; 16];
         let mut discarded = 0;
-        assert_eq!(q.pop_into(&mut out, &mut discarded), Some((1, 1)));
+        assert_eq!(q.pop_into(&mut out, &mut discarded), Some((1, 1, None)));
         assert_eq!(out[0], 1);
-        assert_eq!(q.pop_into(&mut out, &mut discarded), Some((2, 1)));
+        assert_eq!(q.pop_into(&mut out, &mut discarded), Some((2, 1, None)));
         assert_eq!(q.pop_into(&mut out, &mut discarded), None);
         assert!(q.is_empty());
         assert_eq!(discarded, 0);
         // [ENG-020] A frame longer than the caller's buffer is discarded
         // and counted; the next one still comes out.
-        assert!(q.push_with(1, |_| Ok(8)));
-        assert!(q.push_with(2, |b| {
+        assert!(q.push_with(1, None, |_| Ok(8)));
+        assert!(q.push_with(2, None, |b| {
             b[0] = 9;
             Ok(1)
         }));
-        assert_eq!(q.pop_into(&mut out[..4], &mut discarded), Some((2, 1)));
+        assert_eq!(
+            q.pop_into(&mut out[..4], &mut discarded),
+            Some((2, 1, None))
+        );
         assert_eq!((out[0], discarded), (9, 1));
         let mut w = WorkList::new(2);
         assert!(w.push(0, 1) && w.push(0, 2) && !w.push(0, 3));

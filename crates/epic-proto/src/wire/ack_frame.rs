@@ -17,11 +17,16 @@
 
 use core::net::Ipv4Addr;
 
+use super::aeth::fields as aeth;
+use super::bth::fields as bth;
+use super::eth::fields as eth;
 use super::field;
 use super::icrc;
+use super::ipv4::fields as ipv4;
+use super::udp::fields as udp;
 use super::{
-    internet_checksum, AethRepr, BthRepr, EmitError, EthernetAddress, Qpn, Syndrome, ICRC_LEN,
-    IPV4_HEADER_LEN, ROCEV2_PORT, UDP_HEADER_LEN,
+    internet_checksum, AethRepr, BthRepr, EmitError, Error, ErrorKind, EthernetAddress, Layer, Qpn,
+    Syndrome, ICRC_LEN, ROCEV2_PORT,
 };
 use crate::psn::Psn;
 
@@ -29,11 +34,12 @@ use crate::psn::Psn;
 /// BTH 12, AETH 4, ICRC 4.
 pub const ACK_FRAME_LEN: usize = 62;
 
-const IP: usize = 14;
-const UDP: usize = IP + IPV4_HEADER_LEN;
-const BTH: usize = UDP + UDP_HEADER_LEN;
-const AETH: usize = BTH + 12;
-const ICRC: usize = AETH + 4;
+// Where each header starts, from the headers' own field modules.
+const IP: usize = eth::UNTAGGED_LEN;
+const UDP: usize = IP + ipv4::HEADER_LEN;
+const BTH: usize = UDP + udp::HEADER_LEN;
+const AETH: usize = BTH + bth::HEADER_LEN;
+const ICRC: usize = AETH + aeth::HEADER_LEN;
 const _: () = assert!(ICRC + ICRC_LEN == ACK_FRAME_LEN);
 
 /// IPv4 total length and UDP length of an ACK.
@@ -42,6 +48,10 @@ const UDP_TOTAL: u16 = (ACK_FRAME_LEN - UDP) as u16;
 const OPCODE_ACK: u8 = 0x11;
 /// BTH byte 1: SE, MigReq, PadCnt (2 bits), TVer (4 bits).
 const PAD_TVER: u8 = 0x3f;
+/// IPv4 version 4, IHL 5.
+const VER_IHL: u8 = 0x45;
+/// IPv4 flags and fragment offset: MF and the offset (DF may be set).
+const FRAGMENT: u16 = 0x3fff;
 
 /// What the engine reads of an ACK. [WIRE-065]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,6 +75,18 @@ impl AckFrame {
     /// not. [WIRE-065]
     #[inline]
     pub fn parse_verified(buf: &[u8]) -> Option<AckFrame> {
+        AckFrame::parse_checked(buf)?.ok()
+    }
+
+    /// Like [`AckFrame::parse_verified`], but tells a frame of the ACK's
+    /// shape whose IPv4 header checksum or ICRC is wrong from one of
+    /// another shape: `None` for another shape (the general parser
+    /// decides), `Some(Err(e))` for the ACK's shape with a bad checksum,
+    /// `e` being the error `RoceFrame::parse_verified` returns for it, so
+    /// that the caller need not parse or checksum the frame again.
+    /// [WIRE-065]
+    #[inline]
+    pub fn parse_checked(buf: &[u8]) -> Option<Result<AckFrame, Error>> {
         let b: &[u8; ACK_FRAME_LEN] = buf.try_into().ok()?;
         let u16_at = |at: usize| field::u16_at(b, at);
         // Ethernet: IPv4, no VLAN tag.
@@ -72,32 +94,38 @@ impl AckFrame {
         // alone may be set), UDP.
         // UDP: to 4791, the whole segment.
         // BTH: RC_ACKNOWLEDGE, no pad, TVer 0.
-        let shape = u16_at(12) == 0x0800
-            && field::u8_at(b, IP) == 0x45
-            && u16_at(IP + 2) == IP_TOTAL
-            && u16_at(IP + 6) & 0x3fff == 0
-            && field::u8_at(b, IP + 9) == 17
-            && u16_at(UDP + 2) == ROCEV2_PORT
-            && u16_at(UDP + 4) == UDP_TOTAL
-            && field::u8_at(b, BTH) == OPCODE_ACK
-            && field::u8_at(b, BTH + 1) & PAD_TVER == 0;
-        if !shape || internet_checksum(field::slice(b, IP..UDP)) != 0 {
+        let shape = u16_at(eth::ETHERTYPE.start) == 0x0800
+            && field::u8_at(b, IP + ipv4::VER_IHL) == VER_IHL
+            && u16_at(IP + ipv4::LENGTH.start) == IP_TOTAL
+            && u16_at(IP + ipv4::FLAGS_FRAG.start) & FRAGMENT == 0
+            && field::u8_at(b, IP + ipv4::PROTOCOL) == 17
+            && u16_at(UDP + udp::DST_PORT.start) == ROCEV2_PORT
+            && u16_at(UDP + udp::LENGTH.start) == UDP_TOTAL
+            && field::u8_at(b, BTH + bth::OPCODE) == OPCODE_ACK
+            && field::u8_at(b, BTH + bth::FLAGS) & PAD_TVER == 0;
+        if !shape {
             return None;
         }
-        let carried = u32::from_le_bytes(field::array::<4>(b, ICRC));
-        if icrc::compute(field::slice(b, IP..ICRC)).ok()? != carried {
-            return None;
+        // The general parser's checks, in its order. [WIRE-060]
+        if internet_checksum(field::slice(b, IP..UDP)) != 0 {
+            let carried = u16_at(IP + ipv4::CHECKSUM.start);
+            let e = Error::new(Layer::Ipv4, ErrorKind::Ipv4Checksum { carried });
+            return Some(Err(e.add_offset(IP)));
         }
-        Some(AckFrame {
-            src: Ipv4Addr::from(field::array::<4>(b, IP + 12)),
-            dst: Ipv4Addr::from(field::array::<4>(b, IP + 16)),
-            dest_qp: Qpn::try_new(field::u24_at(b, BTH + 5)).ok()?,
-            psn: Psn::from_truncated(field::u24_at(b, BTH + 9)),
+        if let Err(e) = icrc::verify(field::slice(b, IP..ACK_FRAME_LEN)) {
+            return Some(Err(e.add_offset(ICRC)));
+        }
+        let qp = Qpn::try_new(field::u24_at(b, BTH + bth::DEST_QP.start)).ok()?;
+        Some(Ok(AckFrame {
+            src: Ipv4Addr::from(field::array::<4>(b, IP + ipv4::SRC.start)),
+            dst: Ipv4Addr::from(field::array::<4>(b, IP + ipv4::DST.start)),
+            dest_qp: qp,
+            psn: Psn::from_truncated(field::u24_at(b, BTH + bth::PSN.start)),
             aeth: AethRepr {
-                syndrome: Syndrome::from(field::u8_at(b, AETH)),
-                msn: field::u24_at(b, AETH + 1),
+                syndrome: Syndrome::from(field::u8_at(b, AETH + aeth::SYNDROME)),
+                msn: field::u24_at(b, AETH + aeth::MSN.start),
             },
-        })
+        }))
     }
 }
 
@@ -134,28 +162,28 @@ impl AckFrameRepr {
         field::check_emit(buf, ACK_FRAME_LEN)?;
         // Built on the stack and written at once (see `Ipv4Repr::emit`).
         let mut f = [0u8; ACK_FRAME_LEN];
-        field::set_bytes(&mut f, 0, &self.dst_mac.0);
-        field::set_bytes(&mut f, 6, &self.src_mac.0);
-        field::set_u16(&mut f, 12, 0x0800);
-        field::set_u8(&mut f, IP, 0x45);
-        field::set_u16(&mut f, IP + 2, IP_TOTAL);
-        field::set_u16(&mut f, IP + 4, self.ident);
-        field::set_u16(&mut f, IP + 6, 0x4000);
-        field::set_u8(&mut f, IP + 8, 64);
-        field::set_u8(&mut f, IP + 9, 17);
-        field::set_bytes(&mut f, IP + 12, &self.src.octets());
-        field::set_bytes(&mut f, IP + 16, &self.dst.octets());
+        field::set_bytes(&mut f, eth::DST.start, &self.dst_mac.0);
+        field::set_bytes(&mut f, eth::SRC.start, &self.src_mac.0);
+        field::set_u16(&mut f, eth::ETHERTYPE.start, 0x0800);
+        field::set_u8(&mut f, IP + ipv4::VER_IHL, VER_IHL);
+        field::set_u16(&mut f, IP + ipv4::LENGTH.start, IP_TOTAL);
+        field::set_u16(&mut f, IP + ipv4::IDENT.start, self.ident);
+        field::set_u16(&mut f, IP + ipv4::FLAGS_FRAG.start, 0x4000);
+        field::set_u8(&mut f, IP + ipv4::TTL, 64);
+        field::set_u8(&mut f, IP + ipv4::PROTOCOL, 17);
+        field::set_bytes(&mut f, IP + ipv4::SRC.start, &self.src.octets());
+        field::set_bytes(&mut f, IP + ipv4::DST.start, &self.dst.octets());
         let sum = internet_checksum(field::slice(&f, IP..UDP));
-        field::set_u16(&mut f, IP + 10, sum);
-        field::set_u16(&mut f, UDP, self.src_port);
-        field::set_u16(&mut f, UDP + 2, ROCEV2_PORT);
-        field::set_u16(&mut f, UDP + 4, UDP_TOTAL);
-        field::set_u8(&mut f, BTH, OPCODE_ACK);
-        field::set_u16(&mut f, BTH + 2, BthRepr::DEFAULT_PKEY);
-        field::set_u24(&mut f, BTH + 5, self.dest_qp.value());
-        field::set_u24(&mut f, BTH + 9, self.psn.value());
-        field::set_u8(&mut f, AETH, self.aeth.syndrome.into());
-        field::set_u24(&mut f, AETH + 1, self.aeth.msn & 0x00ff_ffff);
+        field::set_u16(&mut f, IP + ipv4::CHECKSUM.start, sum);
+        field::set_u16(&mut f, UDP + udp::SRC_PORT.start, self.src_port);
+        field::set_u16(&mut f, UDP + udp::DST_PORT.start, ROCEV2_PORT);
+        field::set_u16(&mut f, UDP + udp::LENGTH.start, UDP_TOTAL);
+        field::set_u8(&mut f, BTH + bth::OPCODE, OPCODE_ACK);
+        field::set_u16(&mut f, BTH + bth::PKEY.start, BthRepr::DEFAULT_PKEY);
+        field::set_u24(&mut f, BTH + bth::DEST_QP.start, self.dest_qp.value());
+        field::set_u24(&mut f, BTH + bth::PSN.start, self.psn.value());
+        field::set_u8(&mut f, AETH + aeth::SYNDROME, self.aeth.syndrome.into());
+        field::set_u24(&mut f, AETH + aeth::MSN.start, self.aeth.msn & 0x00ff_ffff);
         let crc =
             icrc::compute(field::slice(&f, IP..ICRC)).map_err(|_| EmitError::BufferTooSmall {
                 required: ACK_FRAME_LEN,

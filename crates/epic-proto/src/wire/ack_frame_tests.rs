@@ -75,7 +75,47 @@ fn agrees(buf: &[u8]) -> Result<(), TestCaseError> {
         prop_assert_eq!(a.psn, f.bth.psn);
         prop_assert_eq!(Some(a.aeth), f.ext.aeth);
     }
+    // A frame of the ACK's shape with a bad checksum: the general
+    // parser's own error, so that the engine need not parse it again.
+    if let Some(Err(e)) = AckFrame::parse_checked(buf) {
+        prop_assert_eq!(Err(e), RoceFrame::parse_verified(buf).map(|_| ()));
+        prop_assert_eq!(
+            Err(e),
+            RoceFrame::parse_verified_except_control_psn(buf).map(|_| ())
+        );
+    }
+    prop_assert_eq!(
+        AckFrame::parse_checked(buf).and_then(Result::ok),
+        AckFrame::parse_verified(buf)
+    );
     Ok(())
+}
+
+/// [WIRE-065] An ACK with its IPv4 checksum or its ICRC broken is known
+/// as such by the fast path, with the general parser's error.
+#[test]
+fn bad_checksums_are_the_parsers_errors() {
+    let a = AckFrameRepr {
+        dst_mac: EthernetAddress([2, 0, 0, 0, 0, 2]),
+        src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
+        src: Ipv4Addr::new(10, 0, 0, 1),
+        dst: Ipv4Addr::new(10, 0, 0, 2),
+        ident: 7,
+        src_port: 0xc001,
+        dest_qp: Qpn::try_new(0x1234).unwrap(),
+        psn: Psn::from_truncated(99),
+        aeth: AethRepr {
+            syndrome: Syndrome::ACK,
+            msn: 3,
+        },
+    };
+    for at in [24, 25, 30, 45, 58, 61] {
+        let mut buf = emitted(&a);
+        buf[at] ^= 0x10;
+        let got = AckFrame::parse_checked(&buf).unwrap();
+        assert!(got.is_err(), "byte {at}");
+        assert_eq!(got.map(|_| ()), RoceFrame::parse_verified(&buf).map(|_| ()));
+    }
 }
 
 proptest! {

@@ -164,11 +164,11 @@ pub const RNR_TIMER_NS: [u64; 32] = [
     491_520_000,
 ];
 
-mod fields {
+pub(super) mod fields {
     use super::Field;
-    pub(super) const SYNDROME: usize = 0;
-    pub(super) const MSN: Field = 1..4;
-    pub(super) const HEADER_LEN: usize = MSN.end;
+    pub(crate) const SYNDROME: usize = 0;
+    pub(crate) const MSN: Field = 1..4;
+    pub(crate) const HEADER_LEN: usize = MSN.end;
 }
 
 /// Length of the AETH.

@@ -30,16 +30,16 @@ impl fmt::Display for Qpn {
     }
 }
 
-mod fields {
+pub(super) mod fields {
     use super::Field;
-    pub(super) const OPCODE: usize = 0;
-    pub(super) const FLAGS: usize = 1;
-    pub(super) const PKEY: Field = 2..4;
-    pub(super) const FECN_BECN: usize = 4;
-    pub(super) const DEST_QP: Field = 5..8;
-    pub(super) const ACK_REQ: usize = 8;
-    pub(super) const PSN: Field = 9..12;
-    pub(super) const HEADER_LEN: usize = PSN.end;
+    pub(crate) const OPCODE: usize = 0;
+    pub(crate) const FLAGS: usize = 1;
+    pub(crate) const PKEY: Field = 2..4;
+    pub(crate) const FECN_BECN: usize = 4;
+    pub(crate) const DEST_QP: Field = 5..8;
+    pub(crate) const ACK_REQ: usize = 8;
+    pub(crate) const PSN: Field = 9..12;
+    pub(crate) const HEADER_LEN: usize = PSN.end;
 }
 
 /// Length of the BTH.

@@ -112,16 +112,16 @@ impl VlanTag {
     }
 }
 
-mod fields {
+pub(super) mod fields {
     use super::Field;
-    pub(super) const DST: Field = 0..6;
-    pub(super) const SRC: Field = 6..12;
-    pub(super) const ETHERTYPE: Field = 12..14;
-    pub(super) const UNTAGGED_LEN: usize = ETHERTYPE.end;
+    pub(crate) const DST: Field = 0..6;
+    pub(crate) const SRC: Field = 6..12;
+    pub(crate) const ETHERTYPE: Field = 12..14;
+    pub(crate) const UNTAGGED_LEN: usize = ETHERTYPE.end;
     /// With an 802.1Q tag: TCI then the inner EtherType.
-    pub(super) const VLAN_TCI: Field = 14..16;
-    pub(super) const INNER_ETHERTYPE: Field = 16..18;
-    pub(super) const TAGGED_LEN: usize = INNER_ETHERTYPE.end;
+    pub(crate) const VLAN_TCI: Field = 14..16;
+    pub(crate) const INNER_ETHERTYPE: Field = 16..18;
+    pub(crate) const TAGGED_LEN: usize = INNER_ETHERTYPE.end;
 }
 
 /// Length of an untagged Ethernet II header.

@@ -543,7 +543,39 @@ pub struct LaxFrame<'a> {
     pub stop: Option<Error>,
 }
 
+/// Records the Ethernet and IPv4 layers only.
+#[derive(Default)]
+struct Ipv4Only {
+    eth: Option<EthernetRepr>,
+    ipv4: Option<Ipv4Repr>,
+}
+
+impl Record<'_> for Ipv4Only {
+    fn eth(&mut self, eth: EthernetRepr) {
+        self.eth = Some(eth);
+    }
+    fn ipv4(&mut self, ipv4: Ipv4Repr) {
+        self.ipv4 = Some(ipv4);
+    }
+}
+
 impl<'a> LaxFrame<'a> {
+    /// The `ipv4` and `ipv4_checksum_ok` fields of
+    /// [`LaxFrame::parse`]`(buf)`, without judging the ICRC or keeping the
+    /// other layers: what a switch needs to classify a frame the strict
+    /// parser refused.
+    pub fn parse_ipv4(buf: &[u8]) -> (Option<Ipv4Repr>, Option<bool>) {
+        let mut w = Ipv4Only::default();
+        let _ = walk(buf, &mut w, Verify::No);
+        let ok = match (w.eth, w.ipv4) {
+            (Some(eth), Some(_)) => Some(
+                Ipv4Packet::new_unchecked(field::rest(buf, eth.buffer_len())).verify_checksum(),
+            ),
+            _ => None,
+        };
+        (w.ipv4, ok)
+    }
+
     /// Parses as far as possible; never fails and never panics.
     pub fn parse(buf: &'a [u8]) -> LaxFrame<'a> {
         let mut w = Walk::default();

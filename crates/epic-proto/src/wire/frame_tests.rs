@@ -150,3 +150,34 @@ fn options_are_judged_by_what_they_carry() {
     assert!(lax.is_not_roce());
     assert_eq!(lax.ipv4.map(|ip| ip.protocol), Some(IpProtocol::Tcp));
 }
+
+/// `LaxFrame::parse_ipv4` reads the IPv4 layer as `LaxFrame::parse` does,
+/// on valid frames with bytes changed and on arbitrary bytes. [WIRE-060]
+#[test]
+fn parse_ipv4_matches_lax_parse() {
+    use proptest::prelude::*;
+    let base = frame(Opcode::RcSendOnly).payload(&[7u8; 64]).build();
+    let mut runner = proptest::test_runner::TestRunner::default();
+    let edits = proptest::collection::vec((0usize..128, any::<u8>()), 0..4);
+    let arb = (
+        edits,
+        0usize..130,
+        proptest::collection::vec(any::<u8>(), 0..80),
+    );
+    runner
+        .run(&arb, |(edits, cut, junk)| {
+            let mut f = base.clone();
+            for (at, v) in edits {
+                if let Some(b) = f.get_mut(at) {
+                    *b = v;
+                }
+            }
+            f.truncate(f.len().saturating_sub(cut));
+            for buf in [&f[..], &junk[..]] {
+                let lax = LaxFrame::parse(buf);
+                prop_assert_eq!(LaxFrame::parse_ipv4(buf), (lax.ipv4, lax.ipv4_checksum_ok));
+            }
+            Ok(())
+        })
+        .unwrap();
+}

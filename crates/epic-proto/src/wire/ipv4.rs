@@ -65,19 +65,19 @@ impl Ecn {
     }
 }
 
-mod fields {
+pub(super) mod fields {
     use super::Field;
-    pub(super) const VER_IHL: usize = 0;
-    pub(super) const TOS: usize = 1;
-    pub(super) const LENGTH: Field = 2..4;
-    pub(super) const IDENT: Field = 4..6;
-    pub(super) const FLAGS_FRAG: Field = 6..8;
-    pub(super) const TTL: usize = 8;
-    pub(super) const PROTOCOL: usize = 9;
-    pub(super) const CHECKSUM: Field = 10..12;
-    pub(super) const SRC: Field = 12..16;
-    pub(super) const DST: Field = 16..20;
-    pub(super) const HEADER_LEN: usize = DST.end;
+    pub(crate) const VER_IHL: usize = 0;
+    pub(crate) const TOS: usize = 1;
+    pub(crate) const LENGTH: Field = 2..4;
+    pub(crate) const IDENT: Field = 4..6;
+    pub(crate) const FLAGS_FRAG: Field = 6..8;
+    pub(crate) const TTL: usize = 8;
+    pub(crate) const PROTOCOL: usize = 9;
+    pub(crate) const CHECKSUM: Field = 10..12;
+    pub(crate) const SRC: Field = 12..16;
+    pub(crate) const DST: Field = 16..20;
+    pub(crate) const HEADER_LEN: usize = DST.end;
 }
 
 /// Length of the IPv4 header RoCEv2 uses (no options).

@@ -10,13 +10,13 @@ use super::{EmitError, Error, ErrorKind, Layer};
 /// The RoCEv2 UDP destination port. [WIRE-030]
 pub const ROCEV2_PORT: u16 = 4791;
 
-mod fields {
+pub(super) mod fields {
     use super::Field;
-    pub(super) const SRC_PORT: Field = 0..2;
-    pub(super) const DST_PORT: Field = 2..4;
-    pub(super) const LENGTH: Field = 4..6;
-    pub(super) const CHECKSUM: Field = 6..8;
-    pub(super) const HEADER_LEN: usize = CHECKSUM.end;
+    pub(crate) const SRC_PORT: Field = 0..2;
+    pub(crate) const DST_PORT: Field = 2..4;
+    pub(crate) const LENGTH: Field = 4..6;
+    pub(crate) const CHECKSUM: Field = 6..8;
+    pub(crate) const HEADER_LEN: usize = CHECKSUM.end;
 }
 
 /// Length of the UDP header.

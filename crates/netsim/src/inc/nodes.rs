@@ -126,7 +126,7 @@ impl Node for IncNode {
                 h.collect(now);
                 r
             }
-            IncNode::Switch(s) => s.poll_transmit(now, buf).map(|(p, n)| (PortId(p), n)),
+            IncNode::Switch(s) => s.poll_transmit(now, buf).map(|t| (PortId(t.port), t.len)),
             IncNode::External(x) => x.poll_transmit(now, buf),
         }
     }

@@ -8,8 +8,8 @@ use crate::engine::aggregate::{ElemType, Op, Reduction};
 use crate::engine::config::INVOCATION_SLOTS;
 use crate::engine::context::Context;
 use crate::engine::counters::EngineDropReason;
-use crate::engine::inc_engine::Io;
 use crate::engine::invocation::{data_pattern, EpSet, Pattern, PipeId};
+use crate::engine::io::Io;
 use crate::roce::SendOp;
 use crate::wire::{EpicHeaderRepr, EPIC_HEADER_LEN, EPIC_IMM_TAG};
 

@@ -9,8 +9,8 @@
 use super::terminated::{wr, wr_parts, Held, Terminated, WrKind};
 use crate::engine::context::Context;
 use crate::engine::counters::EngineDropReason;
-use crate::engine::inc_engine::Io;
 use crate::engine::invocation::{EpSet, Pattern, PipeId, Shape};
+use crate::engine::io::Io;
 use crate::roce::{Completion, Counters, DropReason, SendOp, WcStatus};
 use crate::wire::{EpicHeaderPacket, EpicHeaderRepr, EPIC_IMM_TAG};
 

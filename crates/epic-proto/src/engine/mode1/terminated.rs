@@ -243,7 +243,7 @@ impl Terminated {
     /// it with the endpoint.
     pub(crate) fn transmit(
         &mut self,
-        io: &mut crate::engine::inc_engine::Io<'_>,
+        io: &mut crate::engine::io::Io<'_>,
         ep: u16,
         buf: &mut [u8],
     ) -> Result<Option<usize>, crate::roce::ApiError> {

@@ -8,7 +8,7 @@ use core::net::Ipv4Addr;
 
 use crate::engine::{
     ContextConfig, EndpointConfig, EngineConfig, EngineDropReason, IncEngine, Mode, PatternBinding,
-    Peer, PsnAlignment,
+    Peer, PsnAlignment, Transmit,
 };
 use crate::psn::Psn;
 use crate::roce::{Mtu, PathConfig, QpConfig, RcQp, SendOp, WrId};
@@ -111,7 +111,7 @@ impl Rig {
     fn sent_by_engine(&mut self) -> Vec<(usize, Vec<u8>)> {
         let mut out = Vec::new();
         let mut buf = vec![0u8; 4500];
-        while let Some((port, n)) = self.eng.poll_transmit(self.now, &mut buf) {
+        while let Some(Transmit { port, len: n, .. }) = self.eng.poll_transmit(self.now, &mut buf) {
             out.push((usize::from(port), buf[..n].to_vec()));
         }
         out

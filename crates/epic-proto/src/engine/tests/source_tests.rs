@@ -7,7 +7,7 @@ use alloc::vec;
 use core::net::Ipv4Addr;
 
 use super::test_rig::{block, header, psn, star, sum, Rig};
-use super::*;
+use crate::engine::*;
 use crate::wire::Collective;
 
 /// An address no edge's peer has.

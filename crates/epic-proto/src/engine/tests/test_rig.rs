@@ -10,7 +10,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
-use super::*;
+use super::install_tests;
+use crate::engine::*;
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{
@@ -225,7 +226,7 @@ impl Rig {
 
     /// Hands `frame` to the engine on `port`.
     pub(super) fn deliver(&mut self, port: u16, frame: &[u8]) -> Disposition {
-        self.eng.handle_frame(self.now, port, frame)
+        self.eng.handle_frame(self.now, port, frame).disposition
     }
 
     /// The control message of `h` at `c` from edge `ep`'s peer.
@@ -302,7 +303,7 @@ impl Rig {
     pub(super) fn sent(&mut self) -> Vec<Sent> {
         let mut out = Vec::new();
         let mut buf = vec![0u8; 4500];
-        while let Some((port, n)) = self.eng.poll_transmit(self.now, &mut buf) {
+        while let Some(Transmit { port, len: n, .. }) = self.eng.poll_transmit(self.now, &mut buf) {
             out.push(Sent {
                 port,
                 frame: buf[..n].to_vec(),

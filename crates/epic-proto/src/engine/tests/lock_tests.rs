@@ -6,9 +6,10 @@
 
 use alloc::vec::Vec;
 
-use super::arena::Placement;
+use super::test_rig;
 use super::test_rig::{header, psn, star, Rig, GROUP};
-use super::*;
+use crate::engine::arena::Placement;
+use crate::engine::*;
 use crate::psn::Psn;
 use crate::wire::{Collective, EpicHeaderRepr, GroupId, Qpn};
 

@@ -8,7 +8,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
-use super::*;
+use super::install_tests;
+use crate::engine::*;
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{
@@ -112,7 +113,7 @@ fn control(cfg: &ContextConfig, r: u16, psn: Psn, h: &EpicHeaderRepr) -> Vec<u8>
 fn echoes(eng: &mut IncEngine) -> Vec<(u16, Psn, EpicHeaderRepr)> {
     let mut out = Vec::new();
     let mut buf = vec![0u8; 4500];
-    while let Some((port, n)) = eng.poll_transmit(Instant::ZERO, &mut buf) {
+    while let Some(Transmit { port, len: n, .. }) = eng.poll_transmit(Instant::ZERO, &mut buf) {
         let f = RoceFrame::parse_verified_except_control_psn(&buf[..n]).unwrap();
         if let Some(h) = f.epic {
             out.push((port, f.bth.psn, h));

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
 use super::test_rig::{block, header, psn, star, sum, Rig, GROUP};
-use super::*;
+use crate::engine::*;
 use crate::psn::Psn;
 use crate::wire::{Collective, ErrorKind, RoceFrame};
 

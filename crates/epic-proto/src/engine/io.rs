@@ -1,0 +1,132 @@
+//! What the packet path of one context may touch besides the context
+//! ([`Io`]), and the helpers that build frames through it: into the
+//! output queue ([`queue_frame`]) or into the caller's buffer
+//! ([`emit_response`], [`emit_cnp`]). Below `context` and the modes, above
+//! nothing of the engine's own state. [ENG-020]
+
+use alloc::vec::Vec;
+
+use super::arena::Arena;
+#[cfg(feature = "mutants")]
+use super::config::Pitfall;
+use super::config::{EndpointConfig, EngineConfig};
+use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
+use super::endpoint::Response;
+use super::id::ContextId;
+use super::modules::translate_header::{translate_header, Outgoing, Source};
+use super::txq::{TxQueue, WorkList};
+use crate::roce::rxe_udp_sport;
+use crate::time::Instant;
+use crate::wire::{AckFrameRepr, AethRepr, CnpRepr, EmitError, ExtHeaders, Opcode};
+
+/// Everything the packet path may touch besides one context.
+pub(crate) struct Io<'a> {
+    pub(crate) cfg: &'a EngineConfig,
+    pub(crate) counters: &'a mut EngineCounters,
+    /// The drops of the current call, for its [`FrameOutcome`].
+    pub(crate) drops: &'a mut FrameDrops,
+    /// The id of the context being served.
+    pub(crate) id: ContextId,
+    pub(crate) txq: &'a mut TxQueue,
+    pub(crate) work: &'a mut WorkList,
+    pub(crate) ident: &'a mut u16,
+    pub(crate) scratch: &'a mut Vec<u8>,
+    /// The placed blocks and their locks. [TMX-010]
+    pub(crate) arena: &'a mut Arena,
+    pub(crate) ctx: u16,
+    pub(crate) now: Instant,
+}
+
+impl Io<'_> {
+    pub(crate) fn source(&self) -> Source {
+        Source {
+            mac: self.cfg.mac,
+            ip: self.cfg.ip,
+            // Test-only mutant: frames leave with a stale ICRC. [ENG-053]
+            #[cfg(feature = "mutants")]
+            stale_icrc: self.cfg.pitfall == Some(Pitfall::StaleIcrc),
+        }
+    }
+
+    pub(crate) fn drop(&mut self, reason: EngineDropReason) {
+        self.counters.drop(reason);
+        self.drops.add(reason, 1);
+    }
+
+    /// Puts endpoint `ep` of this context on the work list.
+    pub(crate) fn list(&mut self, ep: u16, listed: &mut bool) {
+        if !*listed && self.work.push(self.ctx, ep) {
+            *listed = true;
+        }
+    }
+}
+
+/// Builds a frame toward endpoint `cfg` through the output queue.
+pub(crate) fn queue_frame(io: &mut Io<'_>, ep: &EndpointConfig, pkt: &Outgoing, payload: &[u8]) {
+    *io.ident = io.ident.wrapping_add(1);
+    let ident = *io.ident;
+    let src = io.source();
+    let ok = io.txq.push_with(ep.port, Some(io.id), |buf| {
+        translate_header(src, ident, ep, pkt, payload, buf)
+    });
+    if !ok {
+        io.drop(EngineDropReason::TxQueueFull);
+    }
+}
+
+/// Writes an ACK/NAK frame toward `ep` into `buf`: TranslateHeader for
+/// the one frame shape that needs no general emitter. [ENG-053] [WIRE-066]
+pub(crate) fn emit_response(
+    io: &mut Io<'_>,
+    ep: &EndpointConfig,
+    r: &Response,
+    buf: &mut [u8],
+) -> Option<usize> {
+    *io.ident = io.ident.wrapping_add(1);
+    let src = io.source();
+    let frame = AckFrameRepr {
+        dst_mac: ep.remote_mac,
+        src_mac: src.mac,
+        src: src.ip,
+        dst: ep.remote_ip,
+        ident: *io.ident,
+        src_port: rxe_udp_sport(ep.local_qpn, ep.remote_qpn),
+        dest_qp: ep.remote_qpn,
+        psn: r.psn,
+        aeth: AethRepr {
+            syndrome: r.syndrome,
+            msn: r.msn,
+        },
+    };
+    emitted(io, frame.emit(buf))
+}
+
+/// The length of a frame written for `poll_transmit`, or `None`, counting
+/// a caller's buffer too short for it. [ENG-020]
+pub(crate) fn emitted(io: &mut Io<'_>, r: Result<usize, EmitError>) -> Option<usize> {
+    match r {
+        Ok(n) => Some(n),
+        Err(EmitError::BufferTooSmall { .. }) => {
+            io.drop(EngineDropReason::TxBufferTooSmall);
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+/// Writes a CNP toward `ep` into `buf`. [M3-060]
+pub(crate) fn emit_cnp(io: &mut Io<'_>, ep: &EndpointConfig, buf: &mut [u8]) -> Option<usize> {
+    *io.ident = io.ident.wrapping_add(1);
+    let pkt = Outgoing {
+        opcode: Opcode::Cnp,
+        psn: crate::psn::Psn::ZERO,
+        ack_req: false,
+        becn: true,
+        ext: ExtHeaders {
+            cnp: Some(CnpRepr),
+            ..ExtHeaders::default()
+        },
+    };
+    let r = translate_header(io.source(), *io.ident, ep, &pkt, &[], buf);
+    emitted(io, r)
+}

@@ -1,0 +1,9 @@
+//! The engine's tests that span modules, and their rig.
+
+mod alignment_tests;
+mod install_tests;
+mod lock_tests;
+#[cfg(feature = "mutants")]
+mod mutant_tests;
+mod source_tests;
+mod test_rig;
