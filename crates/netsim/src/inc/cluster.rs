@@ -5,9 +5,10 @@ use core::fmt;
 
 use epic_proto::engine::{EngineConfig, IncEngine, InstallError, Mode, PatternBinding};
 use epic_proto::host::{
-    result_window, CollectiveRequest, HostConfig, HostEvent, HostRank, PatternLane, ResultLoop,
+    result_window, CollectiveRequest, HostConfig, HostEvent, HostRank, HostSetupError, PatternLane,
+    ResultLoop,
 };
-use epic_proto::roce::{Mtu, PathConfig, QpConfig};
+use epic_proto::roce::{ConfigError, Mtu, PathConfig, QpConfig};
 use epic_proto::time::Duration;
 use epic_proto::wire::GroupId;
 use epic_proto::Psn;
@@ -124,8 +125,10 @@ pub enum ClusterError {
     Install(InstallError),
     /// The simulator refused a link.
     Sim(SimError),
-    /// A host QP configuration.
-    Qp(String),
+    /// A host refused its QP configuration.
+    Qp(ConfigError),
+    /// A host refused its per-pattern lanes.
+    Lanes(HostSetupError),
     /// A rank refused to start the call.
     Start(u16, epic_proto::host::HostError),
     /// A rank's call failed.
@@ -149,6 +152,7 @@ impl fmt::Display for ClusterError {
             ClusterError::Install(e) => write!(f, "install: {e}"),
             ClusterError::Sim(e) => write!(f, "simulator: {e}"),
             ClusterError::Qp(e) => write!(f, "host QP: {e}"),
+            ClusterError::Lanes(e) => write!(f, "host QP: {e}"),
             ClusterError::Start(r, e) => write!(f, "rank {r} refused the call: {e}"),
             ClusterError::Failed(r, e) => write!(f, "rank {r} failed: {e}"),
             ClusterError::Denied(r) => write!(f, "rank {r} was denied the shared blocks"),
@@ -159,7 +163,19 @@ impl fmt::Display for ClusterError {
     }
 }
 
-impl std::error::Error for ClusterError {}
+impl std::error::Error for ClusterError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ClusterError::Topology(e) => Some(e),
+            ClusterError::Install(e) => Some(e),
+            ClusterError::Sim(e) => Some(e),
+            ClusterError::Qp(e) => Some(e),
+            ClusterError::Lanes(e) => Some(e),
+            ClusterError::Start(_, e) | ClusterError::Failed(_, e) => Some(e),
+            ClusterError::Denied(_) | ClusterError::Timeout { .. } => None,
+        }
+    }
+}
 
 /// The result of one collective call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -327,7 +343,7 @@ impl Cluster {
                 window,
             };
             let rank = if cfg.mode == Mode::Terminated {
-                HostRank::without_resync(hc).map_err(|e| ClusterError::Qp(format!("{e:?}")))?
+                HostRank::without_resync(hc).map_err(ClusterError::Qp)?
             } else if cfg.per_pattern {
                 let lanes: Vec<PatternLane> = bindings
                     .iter()
@@ -344,9 +360,9 @@ impl Cluster {
                         }
                     })
                     .collect();
-                HostRank::per_pattern(hc, &lanes).map_err(|e| ClusterError::Qp(format!("{e}")))?
+                HostRank::per_pattern(hc, &lanes).map_err(ClusterError::Lanes)?
             } else {
-                HostRank::new(hc).map_err(|e| ClusterError::Qp(format!("{e:?}")))?
+                HostRank::new(hc).map_err(ClusterError::Qp)?
             };
             hosts.push(sim.add_node(IncNode::Host(Box::new(HostNode::new(rank)))));
         }
