@@ -26,7 +26,9 @@ pub use config::{
     Baseline, ConfigError, LabConfig, LabMode, NetnsOptions, AUTO_LARGE, COLLECTIVES, DEFAULT_SIZES,
 };
 pub use error::{BuildError, CallError, GrantError, LabError};
-pub use netns::{InvalidMpiRun, MpiError, NetnsError, TopologyGap, UnsupportedFaults};
+pub use netns::{
+    InvalidMpiRun, MpiError, NetnsError, RankBindError, TopologyGap, UnsupportedFaults,
+};
 pub use report::{
     quantile, write_comparison, write_json, write_table, write_table_header, write_table_row, Row,
     ROW_FIELDS,

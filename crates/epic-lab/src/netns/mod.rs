@@ -57,12 +57,13 @@ pub enum NetnsError {
         message: String,
     },
     /// A rank's socket could not be opened in its namespace.
-    #[error("rank {rank}: {message}")]
+    #[error("rank {rank}: {source}")]
     Rank {
         /// The rank.
         rank: usize,
         /// Why.
-        message: String,
+        #[source]
+        source: RankBindError,
     },
     /// The faults asked for cannot be put on this machine's links.
     #[error("{0}")]
@@ -91,6 +92,33 @@ pub enum NetnsError {
     /// The tree description is inconsistent (a bug).
     #[error("topology: {0}")]
     Topology(#[from] TopologyGap),
+}
+
+/// Why a rank's socket could not be opened in its namespace.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RankBindError {
+    /// Not called on a tokio runtime.
+    #[error("no tokio runtime: {0}")]
+    NoRuntime(#[source] tokio::runtime::TryCurrentError),
+    /// The binding thread could not start.
+    #[error("{0}")]
+    Thread(#[source] std::io::Error),
+    /// The binding thread could not enter the namespace.
+    #[error("entering {}: {source}", .path.display())]
+    EnterNetns {
+        /// The namespace's file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The socket could not be bound.
+    #[error("{0}")]
+    Bind(#[source] epic_io::UdpError),
+    /// The binding thread panicked.
+    #[error("the binding thread panicked")]
+    Panicked,
 }
 
 /// Faults this machine's links cannot carry.
