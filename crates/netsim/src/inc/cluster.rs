@@ -121,6 +121,13 @@ impl ClusterConfig {
 pub enum ClusterError {
     /// The topology.
     Topology(BadTopology),
+    /// The tree has no switch of this index (a bug).
+    NoSwitch {
+        /// The tree.
+        tree: TreeSpec,
+        /// The index.
+        switch: usize,
+    },
     /// A switch refused its context.
     Install(InstallError),
     /// The simulator refused a link.
@@ -149,6 +156,7 @@ impl fmt::Display for ClusterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClusterError::Topology(e) => write!(f, "{e}"),
+            ClusterError::NoSwitch { tree, switch } => write!(f, "{tree}: no switch {switch}"),
             ClusterError::Install(e) => write!(f, "install: {e}"),
             ClusterError::Sim(e) => write!(f, "simulator: {e}"),
             ClusterError::Qp(e) => write!(f, "host QP: {e}"),
@@ -172,7 +180,9 @@ impl std::error::Error for ClusterError {
             ClusterError::Qp(e) => Some(e),
             ClusterError::Lanes(e) => Some(e),
             ClusterError::Start(_, e) | ClusterError::Failed(_, e) => Some(e),
-            ClusterError::Denied(_) | ClusterError::Timeout { .. } => None,
+            ClusterError::NoSwitch { .. }
+            | ClusterError::Denied(_)
+            | ClusterError::Timeout { .. } => None,
         }
     }
 }
@@ -246,10 +256,10 @@ fn pipe_slots(cfg: &ClusterConfig) -> u32 {
 /// configured PSN.
 fn switch_engine(cfg: &ClusterConfig, tree: &IncTree, i: usize) -> Result<IncEngine, ClusterError> {
     let Some(s) = tree.switches.get(i) else {
-        return Err(ClusterError::Topology(BadTopology(format!(
-            "{}: no switch {i}",
-            cfg.tree
-        ))));
+        return Err(ClusterError::NoSwitch {
+            tree: cfg.tree,
+            switch: i,
+        });
     };
     let payload = u16::try_from(cfg.mtu.bytes()).unwrap_or(4096);
     let slots = pipe_slots(cfg);
