@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use epic_io::{CapturePorts, Clock, FramePorts, RawPorts};
+use epic_io::{CaptureError, CapturePorts, Clock, FramePorts, RawError, RawPorts};
 use incengine::{
     ConfigError, FromDut, StdioError, SwitchConfig, SwitchCounters, SwitchError, SwitchSpec,
 };
@@ -45,17 +45,17 @@ enum SwitchCliError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error("opening the ports: {0}")]
-    Ports(String),
+    Ports(#[source] RawError),
     #[error("--capture: {0}")]
-    Capture(String),
+    Capture(#[source] CaptureError),
     #[error("starting the switch: {0}")]
-    Start(SwitchError),
+    Start(#[source] SwitchError),
     #[error("the switch failed: {0}")]
-    Run(SwitchError),
+    Run(#[source] SwitchError),
     #[error("starting the tokio runtime: {0}")]
-    Runtime(io::Error),
+    Runtime(#[source] io::Error),
     #[error("--stdio: {0}")]
-    Stdio(StdioError),
+    Stdio(#[source] StdioError),
 }
 
 impl SwitchCliError {
@@ -123,11 +123,11 @@ async fn serve_config(
     capture: Option<&Path>,
 ) -> Result<SwitchCounters, SwitchCliError> {
     let names: Vec<&str> = cfg.interfaces.iter().map(String::as_str).collect();
-    let ports = RawPorts::open(&names).map_err(|e| SwitchCliError::Ports(e.to_string()))?;
+    let ports = RawPorts::open(&names).map_err(SwitchCliError::Ports)?;
     match capture {
         Some(dir) => {
-            let ports = CapturePorts::new(ports, dir, &cfg.spec.name)
-                .map_err(|e| SwitchCliError::Capture(e.to_string()))?;
+            let ports =
+                CapturePorts::new(ports, dir, &cfg.spec.name).map_err(SwitchCliError::Capture)?;
             serve(cfg.spec, cfg.manager, ports).await
         }
         None => serve(cfg.spec, cfg.manager, ports).await,

@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 
 use commlib::{CommConfig, CommStats, Communicator, IncSetup};
-use epic_io::capture::CapturePorts;
+use epic_io::capture::{CaptureError, CapturePorts};
 use epic_io::{Clock, FramePorts, MemFabric, MemNodeId, MemPorts};
 use epic_proto::engine::{EngineConfig, Mode};
 use epic_proto::roce::Mtu;
@@ -18,7 +18,7 @@ use incengine::{Route, SwitchCounters, SwitchHandle, SwitchSpec};
 use crate::config::{LabConfig, LabMode};
 use crate::control::{grant, lab_topology, LabControl};
 use crate::netns::{ManagerProc, NetnsLab, SwitchProcs};
-use crate::LabError;
+use crate::{BuildError, LabError};
 
 /// The group every lab cluster runs.
 pub const LAB_GROUP: GroupId = GroupId(7);
@@ -202,7 +202,7 @@ fn maybe_capture<P: FramePorts + 'static>(
     name: &str,
 ) -> Result<Box<dyn FramePorts>, LabError> {
     Ok(match dir {
-        Some(d) => Box::new(CapturePorts::new(ports, d, name).map_err(LabError::capture)?),
+        Some(d) => Box::new(CapturePorts::new(ports, d, name)?),
         None => Box::new(ports),
     })
 }
@@ -252,7 +252,8 @@ impl LabCluster {
         for r in 0..tree.hosts.len() {
             let p = maybe_capture(net.bind_rank(r)?, dir, &format!("rank{r}"))?;
             let cc = comm_config(&tree, r, cfg, mode, setups.get(r).copied().flatten());
-            let c = Communicator::new(cc, p, clock).map_err(|e| LabError::Build(e.to_string()))?;
+            let c = Communicator::new(cc, p, clock)
+                .map_err(|source| BuildError::Rank { rank: r, source })?;
             comms.push(c);
         }
         Ok(LabCluster {
@@ -266,7 +267,7 @@ impl LabCluster {
 
     /// Builds the tree, wires it, starts every switch and every rank.
     async fn start_in_process(cfg: &LabConfig, mode: LabMode) -> Result<LabCluster, LabError> {
-        let tree = IncTree::new(cfg.topology).map_err(|e| LabError::Build(e.to_string()))?;
+        let tree = IncTree::new(cfg.topology).map_err(BuildError::Tree)?;
         let clock = Clock::new();
         let mut fab = MemFabric::new(cfg.seed);
         let sw_nodes: Vec<MemNodeId> = tree
@@ -290,24 +291,27 @@ impl LabCluster {
                     },
                     PortPeer::Switch(..) => continue,
                 };
-                fab.connect(a, b, cfg.faults)
-                    .map_err(|e| LabError::Build(e.to_string()))?;
+                fab.connect(a, b, cfg.faults).map_err(BuildError::Fabric)?;
             }
         }
         let mut ports: Vec<Option<MemPorts>> = fab.build().into_iter().map(Some).collect();
         let dir = cfg.capture.as_deref();
         if let Some(d) = dir {
-            std::fs::create_dir_all(d).map_err(LabError::capture)?;
+            std::fs::create_dir_all(d).map_err(|source| CaptureError::Create {
+                path: d.to_path_buf(),
+                source,
+            })?;
         }
         let mut switches = Vec::new();
         for (i, node) in sw_nodes.iter().enumerate() {
             let p = ports
                 .get_mut(node.0)
                 .and_then(Option::take)
-                .ok_or_else(|| LabError::Build(format!("switch {i} has no ports")))?;
+                .ok_or(BuildError::NoSwitchPorts { switch: i })?;
             let spec = static_spec(&tree, i, cfg, mode, false);
             let p = maybe_capture(p, dir, &spec.name)?;
-            let h = incengine::spawn(spec, p, clock).map_err(|e| LabError::Build(e.to_string()))?;
+            let h = incengine::spawn(spec, p, clock)
+                .map_err(|source| BuildError::Switch { switch: i, source })?;
             switches.push(h);
         }
         // The manager places the group and installs its contexts; each
@@ -328,11 +332,12 @@ impl LabCluster {
             let p = ports
                 .get_mut(node.0)
                 .and_then(Option::take)
-                .ok_or_else(|| LabError::Build(format!("rank {r} has no port")))?;
+                .ok_or(BuildError::NoRankPort { rank: r })?;
             let p = maybe_capture(p, dir, &format!("rank{r}"))?;
             let granted = setups.get(r).copied().flatten();
             let cc = comm_config(&tree, r, cfg, mode, granted);
-            let c = Communicator::new(cc, p, clock).map_err(|e| LabError::Build(e.to_string()))?;
+            let c = Communicator::new(cc, p, clock)
+                .map_err(|source| BuildError::Rank { rank: r, source })?;
             comms.push(c);
         }
         Ok(LabCluster {

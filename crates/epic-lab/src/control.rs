@@ -23,7 +23,7 @@ use manager::topology::{Host, Link, LinkEnd, Switch, SwitchId, Topology};
 use tokio::task::JoinHandle;
 
 use crate::config::LabConfig;
-use crate::LabError;
+use crate::{BuildError, GrantError, LabError};
 
 /// The lab's fabric as the manager models it: the tree's switches (with
 /// `arena` bytes each), its ranks' NICs and its links.
@@ -77,7 +77,7 @@ pub(crate) fn lab_topology(
             }
         }
     }
-    Topology::new(switches, hosts, links).map_err(|e| LabError::Build(e.to_string()))
+    Ok(Topology::new(switches, hosts, links).map_err(BuildError::Topology)?)
 }
 
 /// Every rank's `InitGroup` for the lab group in `mode`, in rank order,
@@ -90,14 +90,20 @@ pub(crate) async fn grant(
     cfg: &LabConfig,
     mode: Mode,
 ) -> Result<Vec<IncSetup>, LabError> {
-    let fail = |e: String| LabError::Build(format!("manager at {addr}: {e}"));
+    let fail = |source: GrantError| BuildError::Grant {
+        addr: addr.to_string(),
+        source,
+    };
     let mut client = ManagerClient::connect(addr, token)
         .await
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(GrantError::Client(e)))?;
     let links = tree.switches.len().saturating_sub(1);
     let mut known = false;
     for _ in 0..1000 {
-        let t = client.topology().await.map_err(|e| fail(e.to_string()))?;
+        let t = client
+            .topology()
+            .await
+            .map_err(|e| fail(GrantError::Client(e)))?;
         if t.switches.len() == tree.switches.len()
             && t.switches.iter().all(|s| s.up)
             && t.links as usize == links
@@ -109,7 +115,7 @@ pub(crate) async fn grant(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     if !known {
-        return Err(fail("the switches' agents did not register".into()));
+        return Err(fail(GrantError::NotRegistered).into());
     }
     let members = tree
         .hosts
@@ -129,14 +135,11 @@ pub(crate) async fn grant(
     for r in 0..tree.hosts.len() {
         let v = commlib::init_group(&mut client, &req, r, Duration::from_secs(10))
             .await
-            .map_err(|e| fail(format!("InitGroup of rank {r}: {e}")))?;
+            .map_err(|source| fail(GrantError::InitGroup { rank: r, source }))?;
         match v {
             GroupVerdict::Inc(s) => out.push(s),
             GroupVerdict::Fallback(why) => {
-                return Err(fail(format!(
-                    "no INC granted for Mode {}: {why}",
-                    mode.number()
-                )))
+                return Err(fail(GrantError::Fallback { mode, why }).into())
             }
         }
     }
@@ -165,10 +168,10 @@ impl LabControl {
         opts.policy = policy;
         opts.heartbeat = Duration::from_millis(200);
         opts.heartbeat_timeout = Duration::from_secs(5);
-        let m = Manager::open(opts).map_err(|e| LabError::Build(format!("manager: {e}")))?;
+        let m = Manager::open(opts).map_err(BuildError::ManagerOpen)?;
         let (listener, addr) = bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
             .await
-            .map_err(|e| LabError::Build(format!("manager: {e}")))?;
+            .map_err(BuildError::ManagerBind)?;
         let server = {
             let m = m.clone();
             tokio::spawn(async move {
@@ -180,7 +183,7 @@ impl LabControl {
         let mut agents = Vec::new();
         for (i, h) in switches.iter().enumerate() {
             let registration = registration_for(topo, SwitchId(i as u32))
-                .ok_or_else(|| LabError::Build(format!("switch {i} is not in the fabric")))?;
+                .ok_or(BuildError::NotInFabric { switch: i })?;
             let cfg = AgentConfig {
                 manager: addr.to_string(),
                 token: token.clone(),
@@ -207,9 +210,7 @@ impl LabControl {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         control.stop();
-        Err(LabError::Build(
-            "the switches' agents did not register".into(),
-        ))
+        Err(BuildError::NotRegistered.into())
     }
 
     /// Every rank's `InitGroup` for the lab group in `mode`, in rank order.

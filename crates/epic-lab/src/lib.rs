@@ -15,6 +15,7 @@ pub mod bench_link;
 mod cluster;
 mod config;
 mod control;
+mod error;
 mod netns;
 mod report;
 mod run;
@@ -24,41 +25,13 @@ pub use cluster::LAB_GROUP;
 pub use config::{
     Baseline, ConfigError, LabConfig, LabMode, NetnsOptions, AUTO_LARGE, COLLECTIVES, DEFAULT_SIZES,
 };
-pub use netns::NetnsError;
+pub use error::{BuildError, CallError, GrantError, LabError};
+pub use netns::{
+    InvalidMpiRun, MpiError, NetnsError, RankBindError, TopologyGap, UnsupportedFaults,
+};
 pub use report::{
     quantile, write_comparison, write_json, write_table, write_table_header, write_table_row, Row,
     ROW_FIELDS,
 };
 pub use run::{describe, run, total_iterations, Event};
 pub use session::Session;
-
-/// Why the lab could not run (a wrong result is not an error: its row
-/// says `correct: false`).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LabError {
-    /// The configuration.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The tokio runtime could not start.
-    #[error("starting the runtime: {0}")]
-    Runtime(std::io::Error),
-    /// The cluster could not be built or started.
-    #[error("building the cluster: {0}")]
-    Build(String),
-    /// A call failed or gave a wrong result (benchmark sessions).
-    #[error("call: {0}")]
-    Call(String),
-    /// A capture could not be written.
-    #[error("capture: {0}")]
-    Capture(String),
-    /// The namespace lab could not be built or run.
-    #[error(transparent)]
-    Netns(#[from] NetnsError),
-}
-
-impl LabError {
-    pub(crate) fn capture(e: impl std::fmt::Display) -> LabError {
-        LabError::Capture(e.to_string())
-    }
-}

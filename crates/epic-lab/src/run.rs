@@ -12,7 +12,7 @@ use crate::cluster::LabCluster;
 use crate::config::{LabConfig, LabMode};
 use crate::netns::{run_baseline, NetnsFaults, NetnsLab};
 use crate::report::{quantile, Row};
-use crate::LabError;
+use crate::{BuildError, CallError, LabError};
 use epic_proto::host::reference::Case;
 
 /// What the sweep reports as it goes.
@@ -86,7 +86,7 @@ pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, L
     let mut rows = Vec::new();
     let mut net = match &cfg.netns {
         Some(o) => {
-            let tree = IncTree::new(cfg.topology).map_err(|e| LabError::Build(e.to_string()))?;
+            let tree = IncTree::new(cfg.topology).map_err(BuildError::Tree)?;
             let faults = NetnsFaults {
                 faults: cfg.faults,
                 delay_us: o.delay_us,
@@ -196,7 +196,7 @@ async fn measure(
                 }
             }
             Err(e) => {
-                error = Some(e);
+                error = Some(e.to_string());
                 max_abs_err = f64::INFINITY;
                 on(Event::Iteration { label: &label });
                 break;
@@ -241,7 +241,7 @@ pub(crate) async fn iteration(
     cfg: &LabConfig,
     cluster: &mut LabCluster,
     case: &Case,
-) -> Result<(Duration, Vec<Vec<u8>>), String> {
+) -> Result<(Duration, Vec<Vec<u8>>), CallError> {
     match cfg.dtype {
         DataType::Int32 => typed_iteration::<i32>(cfg, cluster, case).await,
         DataType::Fp16 => typed_iteration::<f16>(cfg, cluster, case).await,
@@ -274,7 +274,7 @@ async fn typed_iteration<E: Element>(
     cfg: &LabConfig,
     cluster: &mut LabCluster,
     case: &Case,
-) -> Result<(Duration, Vec<Vec<u8>>), String> {
+) -> Result<(Duration, Vec<Vec<u8>>), CallError> {
     let ranks = usize::from(cfg.ranks());
     let elements = usize::try_from(case.elements).unwrap_or(usize::MAX);
     let calls: Vec<RankCall<E>> = (0..ranks)
@@ -318,20 +318,20 @@ async fn typed_iteration<E: Element>(
                         outputs.push(wire);
                     }
                     Ok(Err(e)) => {
-                        failure.get_or_insert(format!("rank {rank}: {e}"));
+                        failure.get_or_insert(CallError::Rank { rank, source: e });
                     }
                     Err(_) => {
-                        failure.get_or_insert(format!("rank {rank}: no completion in {limit:?}"));
+                        failure.get_or_insert(CallError::Timeout { rank, limit });
                     }
                 }
             }
             Err(e) => {
-                failure.get_or_insert(format!("rank {rank}: task failed: {e}"));
+                failure.get_or_insert(CallError::Task { rank, source: e });
             }
         }
     }
     if cluster.comms.len() != ranks {
-        return Err(failure.unwrap_or_else(|| "a rank was lost".to_string()));
+        return Err(failure.unwrap_or(CallError::Lost));
     }
     match failure {
         Some(f) => Err(f),

@@ -9,7 +9,7 @@ use epic_proto::wire::Collective;
 use crate::cluster::LabCluster;
 use crate::config::{LabConfig, LabMode};
 use crate::run::iteration;
-use crate::LabError;
+use crate::{BuildError, CallError, LabError};
 use epic_proto::host::reference::Case;
 
 /// A running in-process cluster in one mode, with its own runtime.
@@ -61,10 +61,7 @@ impl Session {
             k,
             elements,
         );
-        let cluster = self
-            .cluster
-            .as_mut()
-            .ok_or_else(|| LabError::Build("the session has stopped".into()))?;
+        let cluster = self.cluster.as_mut().ok_or(BuildError::Stopped)?;
         let cfg = &self.cfg;
         self.rt.block_on(async {
             let mut total = Duration::ZERO;
@@ -72,8 +69,10 @@ impl Session {
                 let (elapsed, outputs) = iteration(cfg, cluster, &case)
                     .await
                     .map_err(LabError::Call)?;
-                case.verify(&outputs)
-                    .map_err(|m| LabError::Call(format!("rank {}: {}", m.rank, m.detail)))?;
+                case.verify(&outputs).map_err(|m| CallError::Wrong {
+                    rank: m.rank,
+                    detail: m.detail,
+                })?;
                 total += elapsed;
             }
             Ok(total)

@@ -17,5 +17,5 @@ mod read;
 mod write;
 
 pub use pcap_file::PcapError;
-pub use read::{CaptureError, CaptureReader, CapturedFrame};
+pub use read::{CaptureError, CaptureReader, CapturedFrame, Malformation};
 pub use write::{ByteOrder, PcapSink, SNAPLEN};

@@ -58,7 +58,30 @@ pub enum CaptureError {
         /// Frames read before it.
         frames: u64,
         /// Why.
-        reason: String,
+        #[source]
+        reason: Malformation,
+    },
+}
+
+/// What makes a capture malformed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Malformation {
+    /// A header, block or record that does not parse.
+    #[error("{0}")]
+    Parse(#[source] pcap_file::PcapError),
+    /// A pcapng packet on an interface no block described.
+    #[error("packet on interface {0}, which is not described")]
+    UndescribedInterface(u32),
+    /// A pcapng packet on an interface of another link type.
+    #[error("{}: interface {interface} has link type {linktype:?}; only Ethernet is decoded", .path.display())]
+    LinkType {
+        /// The file.
+        path: PathBuf,
+        /// The interface.
+        interface: u32,
+        /// Its link type.
+        linktype: DataLink,
     },
 }
 
@@ -97,7 +120,7 @@ impl CaptureReader {
         let malformed = |e: pcap_file::PcapError| CaptureError::Malformed {
             path: path.to_path_buf(),
             frames: 0,
-            reason: e.to_string(),
+            reason: Malformation::Parse(e),
         };
         let reader = BufReader::new(file);
         let inner = if got == 4 && PCAP_MAGICS.contains(&magic) {
@@ -131,7 +154,7 @@ impl CaptureReader {
         })
     }
 
-    fn malformed(&mut self, reason: String) -> CaptureError {
+    fn malformed(&mut self, reason: Malformation) -> CaptureError {
         self.done = true;
         CaptureError::Malformed {
             path: self.path.clone(),
@@ -150,7 +173,7 @@ impl CaptureReader {
                     ts_ns: u64::try_from(p.timestamp.as_nanos()).unwrap_or(u64::MAX),
                     data: p.data.into_owned(),
                 }),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(Malformation::Parse(e)),
             },
             Inner::PcapNg(r) => next_pcapng(r, &self.path)?,
         };
@@ -180,10 +203,10 @@ impl Iterator for CaptureReader {
 fn next_pcapng(
     r: &mut PcapNgReader<BufReader<File>>,
     path: &Path,
-) -> Option<Result<CapturedFrame, String>> {
+) -> Option<Result<CapturedFrame, Malformation>> {
     loop {
         let (interface_id, raw_ts, data) = match r.next_block()? {
-            Err(e) => return Some(Err(e.to_string())),
+            Err(e) => return Some(Err(Malformation::Parse(e))),
             Ok(Block::EnhancedPacket(p)) => (
                 p.interface_id,
                 // pcap-file stores the raw 64-bit timestamp as nanoseconds.
@@ -194,16 +217,14 @@ fn next_pcapng(
             Ok(_) => continue,
         };
         let Some(iface) = r.interfaces().get(interface_id as usize) else {
-            return Some(Err(format!(
-                "packet on interface {interface_id}, which is not described"
-            )));
+            return Some(Err(Malformation::UndescribedInterface(interface_id)));
         };
         if iface.linktype != DataLink::ETHERNET {
-            return Some(Err(format!(
-                "{}: interface {interface_id} has link type {:?}; only Ethernet is decoded",
-                path.display(),
-                iface.linktype
-            )));
+            return Some(Err(Malformation::LinkType {
+                path: path.to_path_buf(),
+                interface: interface_id,
+                linktype: iface.linktype,
+            }));
         }
         let resol = iface
             .options

@@ -32,7 +32,7 @@ use manager::topology::{ClosSpec, TopologyError};
 use manager::ManagerError;
 
 /// Why a flow simulation cannot run.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum FlowError {
     /// The job does not fit the fabric.
     #[error(transparent)]

@@ -5,7 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::arena::ArenaError;
-use crate::topology::SwitchId;
+use epic_proto::wire::GroupId;
+
+use crate::policy::Policy;
+use crate::topology::{SwitchId, TopologyError};
 
 /// Why the manager grants a group no in-network tree. CommLib falls back
 /// to host collectives and reports this. [MGR-041]
@@ -76,7 +79,7 @@ pub enum Fallback {
 
 /// A request the manager refuses outright (the caller's mistake or the
 /// manager's state), as opposed to a [`Fallback`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ManagerError {
     /// A member's address is no host of the topology.
     #[error("member {rank} ({ip}) is not a host of the topology")]
@@ -107,7 +110,7 @@ pub enum ManagerError {
     Field(#[from] epic_control::convert::BadField),
     /// No group of that name or id.
     #[error("no group {0}")]
-    NoSuchGroup(String),
+    NoSuchGroup(GroupRef),
     /// The same name asked again with different parameters.
     #[error("group {0} exists with other parameters")]
     Conflict(String),
@@ -116,5 +119,73 @@ pub enum ManagerError {
     NoGroupId,
     /// The store failed.
     #[error("store: {0}")]
-    Store(String),
+    Store(#[from] StoreError),
+}
+
+/// How a request named a group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupRef {
+    /// By its name.
+    Name(String),
+    /// By its id.
+    Id(GroupId),
+}
+
+impl std::fmt::Display for GroupRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GroupRef::Name(n) => f.write_str(n),
+            GroupRef::Id(g) => write!(f, "{g}"),
+        }
+    }
+}
+
+/// Why the manager's store failed or holds what the manager cannot use.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The database refused an operation.
+    #[error("{0}")]
+    Db(#[from] redb::Error),
+    /// A record could not be encoded or decoded.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// The store was written under another policy.
+    #[error("the store holds grants of policy {stored}, not {running}")]
+    Policy {
+        /// The stored policy's name.
+        stored: String,
+        /// The manager's policy.
+        running: Policy,
+    },
+    /// The recorded topology is not a valid topology.
+    #[error("{0}")]
+    Topology(#[source] TopologyError),
+    /// An agent's registration does not fit the topology.
+    #[error("registration of {name}: {source}")]
+    Registration {
+        /// The agent.
+        name: String,
+        /// Why.
+        #[source]
+        source: TopologyError,
+    },
+    /// A recorded grant does not fit the topology's resources.
+    #[error("recorded grant does not fit: {0}")]
+    GrantMisfit(GrantMisfit),
+}
+
+/// Which of a recorded grant's resources the topology lacks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GrantMisfit {
+    /// The grant names a switch the topology lacks.
+    #[error("switch")]
+    Switch,
+    /// The switch has no arena.
+    #[error("arena")]
+    Arena,
+    /// The arena refused the recorded region.
+    #[error("{0}")]
+    Region(#[source] ArenaError),
 }

@@ -17,7 +17,7 @@ pub mod topology;
 pub mod tree;
 
 pub use arena::{Arena, ArenaError};
-pub use error::{Fallback, ManagerError};
+pub use error::{Fallback, GrantMisfit, GroupRef, ManagerError, StoreError};
 pub use policy::Policy;
 pub use registry::{GroupState, InitOutcome, Registry};
 pub use topology::{HostId, LinkId, SwitchId, Topology};

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::policy::Policy;
 use crate::resources::{Grant, Moved, Resources};
 use crate::topology::{SwitchId, Topology};
-use crate::{Fallback, ManagerError};
+use crate::{Fallback, GroupRef, ManagerError};
 use epic_control::request::GroupRequest;
 
 /// Where a group is in its life.
@@ -186,7 +186,7 @@ impl Registry {
                 .res
                 .grants()
                 .get(&id)
-                .ok_or_else(|| ManagerError::NoSuchGroup(req.name.clone()))?;
+                .ok_or_else(|| ManagerError::NoSuchGroup(GroupRef::Name(req.name.clone())))?;
             if grant.request != *req {
                 return Err(ManagerError::Conflict(req.name.clone()));
             }
@@ -228,7 +228,7 @@ impl Registry {
                 Ok(())
             }
             Some(_) => Ok(()),
-            None => Err(ManagerError::NoSuchGroup(g.to_string())),
+            None => Err(ManagerError::NoSuchGroup(GroupRef::Id(g))),
         }
     }
 
@@ -245,9 +245,9 @@ impl Registry {
             .names
             .get(name)
             .copied()
-            .ok_or_else(|| ManagerError::NoSuchGroup(name.to_string()))?;
+            .ok_or_else(|| ManagerError::NoSuchGroup(GroupRef::Name(name.to_string())))?;
         self.forget(id)
-            .ok_or_else(|| ManagerError::NoSuchGroup(name.to_string()))
+            .ok_or_else(|| ManagerError::NoSuchGroup(GroupRef::Name(name.to_string())))
     }
 
     fn forget(&mut self, g: GroupId) -> Option<Grant> {

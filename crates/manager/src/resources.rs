@@ -18,7 +18,7 @@ use crate::group::{contexts, endpoint_count, member_hosts, QpnPlan, SwitchPart};
 use crate::policy::{self, Policy};
 use crate::topology::{SwitchId, Topology};
 use crate::tree::{Edge, PlacedTree};
-use crate::{Fallback, ManagerError};
+use crate::{Fallback, GrantMisfit, ManagerError, StoreError};
 
 /// Switch-side QP numbers the manager hands out start here (below are
 /// left to the switch's own use).
@@ -412,7 +412,10 @@ impl Resources {
         for g in grants {
             for p in &g.parts {
                 let s = p.part.switch.0 as usize;
-                let blocks = r.blocks.get_mut(s).ok_or_else(|| store_err("switch"))?;
+                let blocks = r
+                    .blocks
+                    .get_mut(s)
+                    .ok_or_else(|| store_err(GrantMisfit::Switch))?;
                 let b = blocks.entry(p.region.offset).or_insert_with(|| Block {
                     len: p.region.len,
                     shared: g.policy == Policy::Temporal,
@@ -422,14 +425,19 @@ impl Resources {
                 if b.tenants.is_empty() {
                     r.arenas
                         .get_mut(s)
-                        .ok_or_else(|| store_err("arena"))?
+                        .ok_or_else(|| store_err(GrantMisfit::Arena))?
                         .reserve(p.region)
-                        .map_err(|e| store_err(&e.to_string()))?;
+                        .map_err(|e| store_err(GrantMisfit::Region(e)))?;
                 }
                 b.tenants.insert(g.group);
                 b.duty_permille += u32::from(g.request.duty_permille);
-                *r.contexts.get_mut(s).ok_or_else(|| store_err("switch"))? += 1;
-                let pool = r.qpns.get_mut(s).ok_or_else(|| store_err("switch"))?;
+                *r.contexts
+                    .get_mut(s)
+                    .ok_or_else(|| store_err(GrantMisfit::Switch))? += 1;
+                let pool = r
+                    .qpns
+                    .get_mut(s)
+                    .ok_or_else(|| store_err(GrantMisfit::Switch))?;
                 for c in &p.part.contexts {
                     for e in &c.endpoints {
                         pool.insert(e.local_qpn.value());
@@ -528,8 +536,8 @@ impl Resources {
     }
 }
 
-fn store_err(what: &str) -> ManagerError {
-    ManagerError::Store(format!("recorded grant does not fit: {what}"))
+fn store_err(what: GrantMisfit) -> ManagerError {
+    ManagerError::Store(StoreError::GrantMisfit(what))
 }
 
 fn add(v: &mut [u64], i: u32, x: u64) {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::registry::GroupState;
 use crate::resources::Grant;
-use crate::ManagerError;
+use crate::{ManagerError, StoreError};
 
 const GROUPS: TableDefinition<u32, &str> = TableDefinition::new("groups");
 const AGENTS: TableDefinition<&str, &str> = TableDefinition::new("agents");
@@ -33,8 +33,12 @@ pub struct Store {
     db: Database,
 }
 
-fn err(e: impl std::fmt::Display) -> ManagerError {
-    ManagerError::Store(e.to_string())
+fn err(e: impl Into<redb::Error>) -> ManagerError {
+    ManagerError::Store(StoreError::Db(e.into()))
+}
+
+fn json(e: serde_json::Error) -> ManagerError {
+    ManagerError::Store(StoreError::Json(e))
 }
 
 impl Store {
@@ -62,7 +66,7 @@ impl Store {
         {
             let mut t = w.open_table(GROUPS).map_err(err)?;
             for g in gs {
-                let json = serde_json::to_string(g).map_err(err)?;
+                let json = serde_json::to_string(g).map_err(json)?;
                 t.insert(g.grant.group.0, json.as_str()).map_err(err)?;
             }
         }
@@ -86,14 +90,14 @@ impl Store {
         let mut out = Vec::new();
         for row in t.iter().map_err(err)? {
             let (_, v) = row.map_err(err)?;
-            out.push(serde_json::from_str(v.value()).map_err(err)?);
+            out.push(serde_json::from_str(v.value()).map_err(json)?);
         }
         Ok(out)
     }
 
     /// Records an agent's registration (any serializable record).
     pub fn put_agent<T: Serialize>(&self, name: &str, record: &T) -> Result<(), ManagerError> {
-        let json = serde_json::to_string(record).map_err(err)?;
+        let json = serde_json::to_string(record).map_err(json)?;
         let w = self.db.begin_write().map_err(err)?;
         {
             let mut t = w.open_table(AGENTS).map_err(err)?;
@@ -109,7 +113,7 @@ impl Store {
         let mut out = Vec::new();
         for row in t.iter().map_err(err)? {
             let (_, v) = row.map_err(err)?;
-            out.push(serde_json::from_str(v.value()).map_err(err)?);
+            out.push(serde_json::from_str(v.value()).map_err(json)?);
         }
         Ok(out)
     }

@@ -20,7 +20,7 @@ pub(crate) fn run_baseline(
     net: &mut NetnsLab,
     baseline: Baseline,
 ) -> Result<Vec<Row>, NetnsError> {
-    let mpi_err = |e: mpi::MpiError| NetnsError::Mpi(e.to_string());
+    let mpi_err = NetnsError::Mpi;
     let bench = mpi::build_bench(&net.dir().join("mpi")).map_err(mpi_err)?;
     let hosts = MpiHosts {
         namespaces: net.topo.host_ns.clone(),

@@ -10,7 +10,7 @@ use core::fmt;
 use epic_io::LinkFaults;
 
 use super::topo::LinkEnd;
-use super::{cmd, NetnsError};
+use super::{cmd, NetnsError, UnsupportedFaults};
 
 /// What puts the faults on a link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,11 +79,7 @@ pub(crate) fn detect(probe: &LinkEnd) -> FaultBackend {
 /// Refuses what `backend` cannot do.
 pub(crate) fn check(backend: FaultBackend, f: &NetnsFaults) -> Result<(), NetnsError> {
     if backend == FaultBackend::Nftables && (f.faults.reorder > 0.0 || f.delay_us > 0) {
-        return Err(NetnsError::Unsupported(
-            "--reorder and --delay need tc netem, and this kernel has no sch_netem \
-             (CONFIG_NET_SCH_NETEM); --loss and --dup work through nftables"
-                .into(),
-        ));
+        return Err(UnsupportedFaults::NoNetem.into());
     }
     Ok(())
 }
@@ -176,7 +172,10 @@ fn nft(end: &LinkEnd, f: &NetnsFaults) -> Result<(), NetnsError> {
         end.ns,
         end.iface
     ));
-    std::fs::write(&file, script).map_err(|e| NetnsError::Faults(e.to_string()))?;
+    std::fs::write(&file, script).map_err(|source| NetnsError::Faults {
+        path: file.clone(),
+        source,
+    })?;
     let path = file.to_string_lossy().into_owned();
     let done = cmd::exec_in(&end.ns, "nft", &["-f", &path]);
     let _ = std::fs::remove_file(&file);

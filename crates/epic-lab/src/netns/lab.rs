@@ -11,7 +11,7 @@ use super::faults::{self, FaultBackend, NetnsFaults};
 use super::switches::SwitchProcs;
 use super::topo::{Forwarding, NetnsTopology};
 use super::ManagerProc;
-use super::{cmd, ranks, teardown, NetnsError};
+use super::{cmd, ranks, teardown, NetnsError, TopologyGap};
 
 /// A topology in namespaces, ready for switches and ranks.
 #[derive(Debug)]
@@ -73,8 +73,10 @@ impl NetnsLab {
                 true,
             ),
         };
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| NetnsError::Io(format!("{}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(|source| NetnsError::Io {
+            path: dir.clone(),
+            source,
+        })?;
         let topo = NetnsTopology::build(tree, &tag)?;
         let mut lab = NetnsLab {
             topo,
@@ -90,7 +92,7 @@ impl NetnsLab {
                 .links
                 .first()
                 .map(|(a, _)| a.clone())
-                .ok_or_else(|| NetnsError::Topology("the tree has no links".into()))?;
+                .ok_or(TopologyGap::NoLinks)?;
             let backend = faults::detect(&probe);
             faults::check(backend, faults)?;
             if backend == FaultBackend::Nftables && !cmd::have("nft", "--version") {
@@ -148,14 +150,11 @@ impl NetnsLab {
     /// Opens rank `r`'s UDP socket in its namespace.
     pub(crate) fn bind_rank(&self, r: usize) -> Result<UdpPorts, NetnsError> {
         let tree = &self.topo.tree;
-        let h = tree
-            .hosts
-            .get(r)
-            .ok_or_else(|| NetnsError::Topology(format!("no host {r}")))?;
+        let h = tree.hosts.get(r).ok_or(TopologyGap::NoHost(r))?;
         let sw = tree
             .switches
             .get(h.switch)
-            .ok_or_else(|| NetnsError::Topology(format!("no switch {}", h.switch)))?;
+            .ok_or(TopologyGap::NoSwitch(h.switch))?;
         ranks::bind_in(r, &self.topo.ns_of_host(r)?, h.ip, h.mac, sw.mac)
     }
 }

@@ -37,8 +37,10 @@ impl ManagerProc {
         tag: &str,
         policy: manager::Policy,
     ) -> Result<ManagerProc, NetnsError> {
-        let io =
-            |what: &Path, e: std::io::Error| NetnsError::Io(format!("{}: {e}", what.display()));
+        let io = |what: &Path, source: std::io::Error| NetnsError::Io {
+            path: what.to_path_buf(),
+            source,
+        };
         let sock = dir.join(format!("{tag}-manager.sock"));
         let db = dir.join(format!("{tag}-manager.redb"));
         let token_file = dir.join(format!("{tag}-manager.token"));

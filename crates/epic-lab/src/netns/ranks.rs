@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use epic_io::{UdpOptions, UdpPorts};
 use epic_proto::wire::EthernetAddress;
 
-use super::NetnsError;
+use super::{NetnsError, RankBindError};
 
 /// Binds `ip:4791` inside namespace `ns` on a short-lived thread that
 /// enters it, registered with the calling tokio runtime.
@@ -20,10 +20,9 @@ pub(crate) fn bind_in(
     mac: EthernetAddress,
     first_hop_mac: EthernetAddress,
 ) -> Result<UdpPorts, NetnsError> {
-    let handle = tokio::runtime::Handle::try_current().map_err(|e| NetnsError::Rank {
-        rank,
-        message: format!("no tokio runtime: {e}"),
-    })?;
+    let fail = |source: RankBindError| NetnsError::Rank { rank, source };
+    let handle =
+        tokio::runtime::Handle::try_current().map_err(|e| fail(RankBindError::NoRuntime(e)))?;
     let path = PathBuf::from("/var/run/netns").join(ns);
     let options = UdpOptions {
         // Room for a window of 4 MiB messages in flight from every peer.
@@ -33,20 +32,15 @@ pub(crate) fn bind_in(
     };
     let thread = std::thread::Builder::new()
         .name(format!("epic-lab-bind-{rank}"))
-        .spawn(move || -> Result<UdpPorts, String> {
-            epic_io::enter_netns(&path).map_err(|e| format!("entering {}: {e}", path.display()))?;
+        .spawn(move || -> Result<UdpPorts, RankBindError> {
+            epic_io::enter_netns(&path)
+                .map_err(|source| RankBindError::EnterNetns { path, source })?;
             let _rt = handle.enter();
-            UdpPorts::bind_with(ip, mac, first_hop_mac, &options).map_err(|e| e.to_string())
+            UdpPorts::bind_with(ip, mac, first_hop_mac, &options).map_err(RankBindError::Bind)
         })
-        .map_err(|e| NetnsError::Rank {
-            rank,
-            message: e.to_string(),
-        })?;
+        .map_err(|e| fail(RankBindError::Thread(e)))?;
     match thread.join() {
-        Ok(r) => r.map_err(|message| NetnsError::Rank { rank, message }),
-        Err(_) => Err(NetnsError::Rank {
-            rank,
-            message: "the binding thread panicked".into(),
-        }),
+        Ok(r) => r.map_err(fail),
+        Err(_) => Err(fail(RankBindError::Panicked)),
     }
 }

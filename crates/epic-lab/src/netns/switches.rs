@@ -44,7 +44,10 @@ impl SwitchProcs {
         capture: Option<&Path>,
         manager: Option<&ManagerProc>,
     ) -> Result<SwitchProcs, NetnsError> {
-        let io = |what: &str, e: std::io::Error| NetnsError::Io(format!("{what}: {e}"));
+        let io = |what: &Path, source: std::io::Error| NetnsError::Io {
+            path: what.to_path_buf(),
+            source,
+        };
         let mut procs = SwitchProcs { procs: Vec::new() };
         for (i, spec) in specs.into_iter().enumerate() {
             let ns = topo.ns_of_switch(i)?;
@@ -56,10 +59,10 @@ impl SwitchProcs {
                 manager: manager.map(|m| m.link_for(&topo.tree, i)),
             };
             let toml = dir.join(format!("{name}.toml"));
-            std::fs::write(&toml, cfg.to_toml()).map_err(|e| io(&toml.display().to_string(), e))?;
+            std::fs::write(&toml, cfg.to_toml()).map_err(|e| io(&toml, e))?;
             let log = dir.join(format!("{name}.log"));
-            let out = File::create(&log).map_err(|e| io(&log.display().to_string(), e))?;
-            let err = out.try_clone().map_err(|e| io("the log", e))?;
+            let out = File::create(&log).map_err(|e| io(&log, e))?;
+            let err = out.try_clone().map_err(|e| io(&log, e))?;
             let mut command = Command::new("ip");
             command
                 .args(["netns", "exec", &ns])

@@ -7,7 +7,7 @@
 use epic_proto::wire::EthernetAddress;
 use epic_topology::{IncTree, PortPeer};
 
-use super::{cmd, teardown, NetnsError};
+use super::{cmd, teardown, NetnsError, TopologyGap};
 
 /// The MTU of every veth: jumbo frames, room for a 4096-byte RoCE payload
 /// and for the MPI baseline's TCP segments.
@@ -131,7 +131,7 @@ impl NetnsTopology {
                         let h = tree
                             .hosts
                             .get(usize::from(r))
-                            .ok_or_else(|| NetnsError::Topology(format!("no host {r}")))?;
+                            .ok_or(TopologyGap::NoHost(usize::from(r)))?;
                         let ns = self.ns_of_host(usize::from(r))?;
                         (
                             LinkEnd {
@@ -195,7 +195,7 @@ impl NetnsTopology {
                 .tree
                 .switches
                 .get(h.switch)
-                .ok_or_else(|| NetnsError::Topology(format!("no switch {}", h.switch)))?;
+                .ok_or(TopologyGap::NoSwitch(h.switch))?;
             let addr = format!("{}/32", h.ip);
             let gw = sw.ip.to_string();
             cmd::ip_in(&ns, &["addr", "add", &addr, "dev", HOST_IFACE])?;
@@ -283,14 +283,14 @@ impl NetnsTopology {
         self.switch_ns
             .get(s)
             .cloned()
-            .ok_or_else(|| NetnsError::Topology(format!("no switch {s}")))
+            .ok_or(NetnsError::Topology(TopologyGap::NoSwitch(s)))
     }
 
     pub(crate) fn ns_of_host(&self, r: usize) -> Result<String, NetnsError> {
         self.host_ns
             .get(r)
             .cloned()
-            .ok_or_else(|| NetnsError::Topology(format!("no host {r}")))
+            .ok_or(NetnsError::Topology(TopologyGap::NoHost(r)))
     }
 }
 

@@ -20,7 +20,7 @@ use crate::registry::{GroupState, InitOutcome, Registry};
 use crate::resources::{Grant, Moved};
 use crate::store::{Store, StoredGroup};
 use crate::topology::{SwitchId, Topology};
-use crate::{Fallback, ManagerError};
+use crate::{Fallback, ManagerError, StoreError};
 
 /// How the manager runs.
 #[derive(Debug, Clone)]
@@ -122,20 +122,18 @@ impl Manager {
         if let Some(s) = &store {
             match s.meta("policy")? {
                 Some(p) if p != opts.policy.name() => {
-                    return Err(ManagerError::Store(format!(
-                        "the store holds grants of policy {p}, not {}",
-                        opts.policy
-                    )))
+                    return Err(StoreError::Policy {
+                        stored: p,
+                        running: opts.policy,
+                    }
+                    .into())
                 }
                 Some(_) => {}
                 None => s.set_meta("policy", opts.policy.name())?,
             }
             if let Some(t) = s.meta("topology")? {
-                let stored: StoredTopology =
-                    serde_json::from_str(&t).map_err(|e| ManagerError::Store(e.to_string()))?;
-                topo = stored
-                    .into_topology()
-                    .map_err(|e| ManagerError::Store(e.to_string()))?;
+                let stored: StoredTopology = serde_json::from_str(&t).map_err(StoreError::Json)?;
+                topo = stored.into_topology().map_err(StoreError::Topology)?;
             }
             records = s.agents()?;
             groups = s
@@ -146,8 +144,8 @@ impl Manager {
         }
         if let (Some(s), None) = (&store, s_topology(&store)?) {
             // First start on this store: record the file's topology.
-            let json = serde_json::to_string(&StoredTopology::from(&topo))
-                .map_err(|e| ManagerError::Store(e.to_string()))?;
+            let json =
+                serde_json::to_string(&StoredTopology::from(&topo)).map_err(StoreError::Json)?;
             s.set_meta("topology", &json)?;
         }
         let registry = Registry::restore(topo, opts.policy, groups)?;
@@ -216,8 +214,12 @@ impl Manager {
         let session = g.next_session;
         let rec = AgentRecord::from_pb(req, seq, session)?;
         let records: Vec<AgentRecord> = g.agents.values().map(|a| a.record.clone()).collect();
-        let topo = merge(g.registry.topology(), &records, &rec)
-            .map_err(|e| ManagerError::Store(format!("registration of {}: {e}", rec.name)))?;
+        let topo = merge(g.registry.topology(), &records, &rec).map_err(|source| {
+            StoreError::Registration {
+                name: rec.name.clone(),
+                source,
+            }
+        })?;
         if topo != *g.registry.topology() {
             let groups: Vec<(Grant, GroupState)> =
                 g.registry.groups().map(|(gr, s)| (gr.clone(), s)).collect();
@@ -227,7 +229,7 @@ impl Manager {
             g.registry = reg;
             if let Some(st) = &g.store {
                 let json = serde_json::to_string(&StoredTopology::from(&topo))
-                    .map_err(|e| ManagerError::Store(e.to_string()))?;
+                    .map_err(StoreError::Json)?;
                 st.set_meta("topology", &json)?;
             }
         }

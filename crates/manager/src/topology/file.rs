@@ -48,17 +48,70 @@ pub enum TopologyFileError {
     /// Not TOML, or a key of the wrong type.
     #[error("topology file: {0}")]
     Toml(#[from] toml::de::Error),
-    /// A value that does not parse.
-    #[error("topology file: {what}: {why}")]
-    Value {
+    /// A `[clos]` fabric beside listed switches, hosts or links.
+    #[error("topology file: [clos]: a generated fabric takes no [[switch]], [[host]] or [[link]]")]
+    ClosAndEntries,
+    /// A MAC address that does not parse.
+    #[error("topology file: {at}: {error}")]
+    Mac {
+        /// Whose address.
+        at: FilePlace,
+        /// Why.
+        error: epic_proto::wire::BadMacAddress,
+    },
+    /// A `SWITCH:PORT` value that does not name a port.
+    #[error("topology file: {at}: {value:?}: {problem}")]
+    Port {
         /// Where.
-        what: String,
+        at: FilePlace,
+        /// The value.
+        value: String,
         /// What is wrong.
-        why: String,
+        problem: PortProblem,
     },
     /// A consistent file describing an invalid fabric.
     #[error("topology file: {0}")]
     Topology(#[from] TopologyError),
+}
+
+/// A value's place in a topology file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FilePlace {
+    /// A switch's `mac`.
+    SwitchMac(String),
+    /// A host's `mac`.
+    HostMac(String),
+    /// A host's `at`.
+    HostAt(String),
+    /// A link's end `a` (`false`) or `b` (`true`).
+    LinkEnd(usize, bool),
+}
+
+impl std::fmt::Display for FilePlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FilePlace::SwitchMac(n) => write!(f, "switch {n:?} mac"),
+            FilePlace::HostMac(n) => write!(f, "host {n:?} mac"),
+            FilePlace::HostAt(n) => write!(f, "host {n:?} at"),
+            FilePlace::LinkEnd(i, b) => write!(f, "link {i} {}", if *b { "b" } else { "a" }),
+        }
+    }
+}
+
+/// Why a `SWITCH:PORT` value names no port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PortProblem {
+    /// No `:`.
+    #[error("expected SWITCH:PORT")]
+    NoColon,
+    /// The port is not a number.
+    #[error("the port is not a number")]
+    NotANumber,
+    /// No switch has the name.
+    #[error("no such switch")]
+    NoSuchSwitch,
 }
 
 #[derive(Debug, Deserialize)]
@@ -129,10 +182,7 @@ pub fn parse_topology(text: &str) -> Result<Topology, TopologyFileError> {
     let f: File = toml::from_str(text)?;
     if let Some(c) = f.clos {
         if !(f.switch.is_empty() && f.host.is_empty() && f.link.is_empty()) {
-            return Err(TopologyFileError::Value {
-                what: "[clos]".into(),
-                why: "a generated fabric takes no [[switch]], [[host]] or [[link]]".into(),
-            });
+            return Err(TopologyFileError::ClosAndEntries);
         }
         let spec = ClosSpec {
             pods: c.pods,
@@ -144,37 +194,34 @@ pub fn parse_topology(text: &str) -> Result<Topology, TopologyFileError> {
         };
         return Ok(spec.build(&Capabilities::full(c.sram_bytes))?);
     }
-    let mac = |what: &str, s: &str| {
-        s.parse().map_err(
-            |e: epic_proto::wire::BadMacAddress| TopologyFileError::Value {
-                what: what.to_string(),
-                why: e.to_string(),
-            },
-        )
+    let mac = |at: FilePlace, s: &str| {
+        s.parse()
+            .map_err(|error| TopologyFileError::Mac { at, error })
     };
     let mut switches = Vec::new();
     for s in &f.switch {
         switches.push(Switch {
             name: s.name.clone(),
-            mac: mac(&format!("switch {:?} mac", s.name), &s.mac)?,
+            mac: mac(FilePlace::SwitchMac(s.name.clone()), &s.mac)?,
             ip: s.ip,
             ports: s.ports,
             caps: Capabilities::full(s.sram_bytes),
         });
     }
-    let at = |what: &str, s: &str| -> Result<LinkEnd, TopologyFileError> {
-        let bad = |why: &str| TopologyFileError::Value {
-            what: what.to_string(),
-            why: format!("{s:?}: {why}"),
+    let at = |place: FilePlace, s: &str| -> Result<LinkEnd, TopologyFileError> {
+        let bad = |problem: PortProblem| TopologyFileError::Port {
+            at: place.clone(),
+            value: s.to_string(),
+            problem,
         };
         let (name, port) = s
             .rsplit_once(':')
-            .ok_or_else(|| bad("expected SWITCH:PORT"))?;
-        let port: u16 = port.parse().map_err(|_| bad("the port is not a number"))?;
+            .ok_or_else(|| bad(PortProblem::NoColon))?;
+        let port: u16 = port.parse().map_err(|_| bad(PortProblem::NotANumber))?;
         let i = switches
             .iter()
             .position(|w| w.name == name)
-            .ok_or_else(|| bad("no such switch"))?;
+            .ok_or_else(|| bad(PortProblem::NoSuchSwitch))?;
         Ok(LinkEnd {
             switch: SwitchId(i as u32),
             port,
@@ -182,10 +229,10 @@ pub fn parse_topology(text: &str) -> Result<Topology, TopologyFileError> {
     };
     let mut hosts = Vec::new();
     for h in &f.host {
-        let end = at(&format!("host {:?} at", h.name), &h.at)?;
+        let end = at(FilePlace::HostAt(h.name.clone()), &h.at)?;
         hosts.push(Host {
             name: h.name.clone(),
-            mac: mac(&format!("host {:?} mac", h.name), &h.mac)?,
+            mac: mac(FilePlace::HostMac(h.name.clone()), &h.mac)?,
             ip: h.ip,
             switch: end.switch,
             port: end.port,
@@ -195,8 +242,8 @@ pub fn parse_topology(text: &str) -> Result<Topology, TopologyFileError> {
     let mut links = Vec::new();
     for (i, l) in f.link.iter().enumerate() {
         links.push(Link {
-            a: at(&format!("link {i} a"), &l.a)?,
-            b: at(&format!("link {i} b"), &l.b)?,
+            a: at(FilePlace::LinkEnd(i, false), &l.a)?,
+            b: at(FilePlace::LinkEnd(i, true), &l.b)?,
             gbps: l.gbps,
         });
     }

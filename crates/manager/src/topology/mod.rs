@@ -5,5 +5,7 @@ mod file;
 mod model;
 
 pub use clos::ClosSpec;
-pub use file::{parse_topology, TopologyFileError};
-pub use model::{Host, HostId, Link, LinkEnd, LinkId, Switch, SwitchId, Topology, TopologyError};
+pub use file::{parse_topology, FilePlace, PortProblem, TopologyFileError};
+pub use model::{
+    Cabled, Host, HostId, Link, LinkEnd, LinkId, Switch, SwitchId, Topology, TopologyError,
+};

@@ -101,6 +101,24 @@ impl Link {
     }
 }
 
+/// What is cabled to a switch port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cabled {
+    /// The host of this name.
+    Host(String),
+    /// The link of this index.
+    Link(usize),
+}
+
+impl std::fmt::Display for Cabled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cabled::Host(n) => write!(f, "host {n:?}"),
+            Cabled::Link(i) => write!(f, "link {i}"),
+        }
+    }
+}
+
 /// A topology the manager refuses, with what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopologyError {
@@ -116,7 +134,7 @@ pub enum TopologyError {
     #[error("{what} names switch {switch}, but there are {switches} switches")]
     NoSuchSwitch {
         /// The host or link.
-        what: String,
+        what: Cabled,
         /// The index named.
         switch: u32,
         /// Switches there are.
@@ -189,7 +207,7 @@ impl Topology {
             }
         }
         let mut used = std::collections::HashSet::new();
-        let mut claim = |what: String, s: SwitchId, port: u16| -> Result<(), TopologyError> {
+        let mut claim = |what: Cabled, s: SwitchId, port: u16| -> Result<(), TopologyError> {
             let sw = switches
                 .get(s.0 as usize)
                 .ok_or(TopologyError::NoSuchSwitch {
@@ -214,14 +232,14 @@ impl Topology {
             Ok(())
         };
         for h in &hosts {
-            claim(format!("host {:?}", h.name), h.switch, h.port)?;
+            claim(Cabled::Host(h.name.clone()), h.switch, h.port)?;
         }
         for (i, l) in links.iter().enumerate() {
             if l.a.switch == l.b.switch {
                 return Err(TopologyError::SelfLink(i));
             }
-            claim(format!("link {i}"), l.a.switch, l.a.port)?;
-            claim(format!("link {i}"), l.b.switch, l.b.port)?;
+            claim(Cabled::Link(i), l.a.switch, l.a.port)?;
+            claim(Cabled::Link(i), l.b.switch, l.b.port)?;
         }
         let mut adjacency = vec![Vec::new(); switches.len()];
         for (i, l) in links.iter().enumerate() {

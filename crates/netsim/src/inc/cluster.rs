@@ -5,9 +5,10 @@ use core::fmt;
 
 use epic_proto::engine::{EngineConfig, IncEngine, InstallError, Mode, PatternBinding};
 use epic_proto::host::{
-    result_window, CollectiveRequest, HostConfig, HostEvent, HostRank, PatternLane, ResultLoop,
+    result_window, CollectiveRequest, HostConfig, HostEvent, HostRank, HostSetupError, PatternLane,
+    ResultLoop,
 };
-use epic_proto::roce::{Mtu, PathConfig, QpConfig};
+use epic_proto::roce::{ConfigError, Mtu, PathConfig, QpConfig};
 use epic_proto::time::Duration;
 use epic_proto::wire::GroupId;
 use epic_proto::Psn;
@@ -120,12 +121,21 @@ impl ClusterConfig {
 pub enum ClusterError {
     /// The topology.
     Topology(BadTopology),
+    /// The tree has no switch of this index (a bug).
+    NoSwitch {
+        /// The tree.
+        tree: TreeSpec,
+        /// The index.
+        switch: usize,
+    },
     /// A switch refused its context.
     Install(InstallError),
     /// The simulator refused a link.
     Sim(SimError),
-    /// A host QP configuration.
-    Qp(String),
+    /// A host refused its QP configuration.
+    Qp(ConfigError),
+    /// A host refused its per-pattern lanes.
+    Lanes(HostSetupError),
     /// A rank refused to start the call.
     Start(u16, epic_proto::host::HostError),
     /// A rank's call failed.
@@ -146,9 +156,11 @@ impl fmt::Display for ClusterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClusterError::Topology(e) => write!(f, "{e}"),
+            ClusterError::NoSwitch { tree, switch } => write!(f, "{tree}: no switch {switch}"),
             ClusterError::Install(e) => write!(f, "install: {e}"),
             ClusterError::Sim(e) => write!(f, "simulator: {e}"),
             ClusterError::Qp(e) => write!(f, "host QP: {e}"),
+            ClusterError::Lanes(e) => write!(f, "host QP: {e}"),
             ClusterError::Start(r, e) => write!(f, "rank {r} refused the call: {e}"),
             ClusterError::Failed(r, e) => write!(f, "rank {r} failed: {e}"),
             ClusterError::Denied(r) => write!(f, "rank {r} was denied the shared blocks"),
@@ -159,7 +171,21 @@ impl fmt::Display for ClusterError {
     }
 }
 
-impl std::error::Error for ClusterError {}
+impl std::error::Error for ClusterError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ClusterError::Topology(e) => Some(e),
+            ClusterError::Install(e) => Some(e),
+            ClusterError::Sim(e) => Some(e),
+            ClusterError::Qp(e) => Some(e),
+            ClusterError::Lanes(e) => Some(e),
+            ClusterError::Start(_, e) | ClusterError::Failed(_, e) => Some(e),
+            ClusterError::NoSwitch { .. }
+            | ClusterError::Denied(_)
+            | ClusterError::Timeout { .. } => None,
+        }
+    }
+}
 
 /// The result of one collective call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,10 +256,10 @@ fn pipe_slots(cfg: &ClusterConfig) -> u32 {
 /// configured PSN.
 fn switch_engine(cfg: &ClusterConfig, tree: &IncTree, i: usize) -> Result<IncEngine, ClusterError> {
     let Some(s) = tree.switches.get(i) else {
-        return Err(ClusterError::Topology(BadTopology(format!(
-            "{}: no switch {i}",
-            cfg.tree
-        ))));
+        return Err(ClusterError::NoSwitch {
+            tree: cfg.tree,
+            switch: i,
+        });
     };
     let payload = u16::try_from(cfg.mtu.bytes()).unwrap_or(4096);
     let slots = pipe_slots(cfg);
@@ -327,7 +353,7 @@ impl Cluster {
                 window,
             };
             let rank = if cfg.mode == Mode::Terminated {
-                HostRank::without_resync(hc).map_err(|e| ClusterError::Qp(format!("{e:?}")))?
+                HostRank::without_resync(hc).map_err(ClusterError::Qp)?
             } else if cfg.per_pattern {
                 let lanes: Vec<PatternLane> = bindings
                     .iter()
@@ -344,9 +370,9 @@ impl Cluster {
                         }
                     })
                     .collect();
-                HostRank::per_pattern(hc, &lanes).map_err(|e| ClusterError::Qp(format!("{e}")))?
+                HostRank::per_pattern(hc, &lanes).map_err(ClusterError::Lanes)?
             } else {
-                HostRank::new(hc).map_err(|e| ClusterError::Qp(format!("{e:?}")))?
+                HostRank::new(hc).map_err(ClusterError::Qp)?
             };
             hosts.push(sim.add_node(IncNode::Host(Box::new(HostNode::new(rank)))));
         }

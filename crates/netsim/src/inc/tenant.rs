@@ -7,10 +7,10 @@
 use epic_proto::engine::{
     ContextConfig, IncEngine, InstallError, Mode, Peer, Placement, PsnAlignment,
 };
-use epic_proto::roce::{PathConfig, QpConfig, RcQp, SendOp, WrId};
+use epic_proto::roce::{ApiError, ConfigError, PathConfig, QpConfig, RcQp, SendOp, WrId};
 use epic_proto::wire::{
-    Collective, DataType, EpicFlags, EpicHeaderRepr, GroupId, Qpn, ReduceOp, EPIC_HEADER_LEN,
-    EPIC_IMM_TAG,
+    Collective, DataType, EmitError, EpicFlags, EpicHeaderRepr, GroupId, Qpn, ReduceOp,
+    ValueTooBig, EPIC_HEADER_LEN, EPIC_IMM_TAG,
 };
 use epic_proto::{Instant, Psn};
 
@@ -37,12 +37,24 @@ pub enum TenantError {
     /// The engine holds no context of the tenant's group.
     #[error("no context of group {0} on the switch")]
     NotInstalled(GroupId),
-    /// A rank's QP refused its configuration or its send.
+    /// A tenant QP number does not fit 24 bits.
     #[error("tenant QP: {0}")]
-    Qp(String),
+    Qpn(#[source] ValueTooBig),
+    /// A rank's QP refused its configuration.
+    #[error("tenant QP: {0}")]
+    Qp(#[source] ConfigError),
+    /// A control message's EPIC header could not be written.
+    #[error("tenant QP: {0}")]
+    Header(#[source] EmitError),
+    /// A rank's QP refused to post or to transmit its control message.
+    #[error("tenant QP: {0}")]
+    Send(#[source] ApiError),
+    /// A rank's QP had nothing to send after the control was posted.
+    #[error("tenant QP: nothing to send")]
+    NothingToSend,
     /// The engine refused a context or its block.
     #[error("install: {0}")]
-    Install(InstallError),
+    Install(#[source] InstallError),
 }
 
 impl LockTenant {
@@ -55,8 +67,8 @@ impl LockTenant {
             return Err(TenantError::TooFewEdges);
         }
         for (i, e) in (0u32..).zip(endpoints.iter_mut()) {
-            e.local_qpn = Qpn::try_new(0x3000 + i).map_err(|e| TenantError::Qp(e.to_string()))?;
-            e.remote_qpn = Qpn::try_new(0x900 + i).map_err(|e| TenantError::Qp(e.to_string()))?;
+            e.local_qpn = Qpn::try_new(0x3000 + i).map_err(TenantError::Qpn)?;
+            e.remote_qpn = Qpn::try_new(0x900 + i).map_err(TenantError::Qpn)?;
             e.peer = Peer::Rank(u16::try_from(i).unwrap_or(0));
         }
         Ok(ContextConfig {
@@ -116,7 +128,7 @@ impl LockTenant {
                 let path = PathConfig::new(e.remote_mac, sw.mac, e.remote_ip, sw.ip);
                 RcQp::new(QpConfig::new(e.remote_qpn, e.local_qpn, path))
                     .map(|q| (e.port, q))
-                    .map_err(|e| TenantError::Qp(format!("{e:?}")))
+                    .map_err(TenantError::Qp)
             })
             .collect::<Result<_, _>>()?;
         Ok(LockTenant {
@@ -188,20 +200,19 @@ impl LockTenant {
             payload_bytes_per_packet: 0,
         };
         let mut hdr = vec![0u8; EPIC_HEADER_LEN];
-        h.emit(&mut hdr)
-            .map_err(|e| TenantError::Qp(format!("{e:?}")))?;
+        h.emit(&mut hdr).map_err(TenantError::Header)?;
         let (port, qp) = self.qps.get_mut(r).ok_or(TenantError::TooFewEdges)?;
         qp.post_send(
             WrId(u64::from(seq)),
             SendOp::SendWithImm { imm: EPIC_IMM_TAG },
             hdr,
         )
-        .map_err(|e| TenantError::Qp(format!("{e:?}")))?;
+        .map_err(|e| TenantError::Send(e.error))?;
         let mut buf = vec![0u8; qp.max_frame_len()];
         let n = qp
             .poll_transmit(Instant::ZERO, &mut buf)
-            .map_err(|e| TenantError::Qp(format!("{e:?}")))?
-            .ok_or_else(|| TenantError::Qp("nothing to send".into()))?;
+            .map_err(TenantError::Send)?
+            .ok_or(TenantError::NothingToSend)?;
         buf.truncate(n);
         Ok((*port, buf))
     }

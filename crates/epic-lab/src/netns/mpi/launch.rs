@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{MpiError, MpiHosts};
+use super::{InvalidMpiRun, MpiError, MpiHosts};
 
 /// The environment variable that marks every process of one run.
 const MARKER_VAR: &str = "EPIC_MPI_RUN";
@@ -53,7 +53,7 @@ impl WorkDir {
         // The path goes into a shell script and mpirun's agent string,
         // which is split at spaces.
         if text.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') {
-            return Err(MpiError::Invalid(format!("temporary directory {text:?}")));
+            return Err(MpiError::Invalid(InvalidMpiRun::TempDir(text.into_owned())));
         }
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)

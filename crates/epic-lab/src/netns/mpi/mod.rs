@@ -83,40 +83,114 @@ pub(crate) struct MpiResult {
 /// Why the MPI baseline could not run (a wrong output is not an error:
 /// its result says `correct: false`).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum MpiError {
+#[non_exhaustive]
+pub enum MpiError {
     /// `mpicc` or `mpirun` is not on `PATH`.
     #[error("{tool} not found: install OpenMPI (apt-get install openmpi-bin libopenmpi-dev)")]
-    NotInstalled { tool: &'static str },
+    NotInstalled {
+        /// The command.
+        tool: &'static str,
+    },
     /// The request or the hosts cannot be run.
     #[error("invalid MPI run: {0}")]
-    Invalid(String),
+    Invalid(#[from] InvalidMpiRun),
     /// A file or process operation failed.
     #[error("{what}: {source}")]
     Io {
+        /// The operation, with its path or command.
         what: String,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
     /// `mpicc` rejected the benchmark.
     #[error("mpicc failed ({status}):\n{stderr}")]
-    CompileFailed { status: String, stderr: String },
+    CompileFailed {
+        /// Its exit status.
+        status: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
     /// mpirun exited unsuccessfully.
     #[error("mpirun failed ({status}); last lines of its stderr:\n{stderr_tail}")]
-    MpirunFailed { status: String, stderr_tail: String },
+    MpirunFailed {
+        /// Its exit status.
+        status: String,
+        /// The last lines it printed on stderr.
+        stderr_tail: String,
+    },
     /// mpirun did not finish in time; the run was killed.
     #[error(
         "mpirun timed out after {after:?} and was killed; last lines of its stderr:\n{stderr_tail}"
     )]
     TimedOut {
+        /// How long it was given.
         after: Duration,
+        /// The last lines it printed on stderr.
         stderr_tail: String,
     },
     /// The benchmark printed something that is not a result line.
     #[error("bad output line from the MPI benchmark ({reason}): {line}")]
-    BadOutput { line: String, reason: String },
+    BadOutput {
+        /// The line.
+        line: String,
+        /// Why it is not a result line.
+        reason: String,
+    },
     /// The benchmark printed fewer or more results than requested.
     #[error("the MPI benchmark printed {got} results, expected {expected}")]
-    MissingResults { expected: usize, got: usize },
+    MissingResults {
+        /// Results requested.
+        expected: usize,
+        /// Results printed.
+        got: usize,
+    },
+}
+
+/// Why an MPI run's request or hosts cannot be run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidMpiRun {
+    /// No namespaces, or not one address per namespace.
+    #[error("{namespaces} namespaces but {addresses} addresses")]
+    Hosts {
+        /// Namespaces given.
+        namespaces: usize,
+        /// Addresses given.
+        addresses: usize,
+    },
+    /// A namespace name that is not plain.
+    #[error("namespace name {0:?}")]
+    Namespace(String),
+    /// An interface name that is not plain.
+    #[error("interface name {0:?}")]
+    Interface(String),
+    /// Two ranks share an address.
+    #[error("two ranks share an address")]
+    SharedAddress,
+    /// The root is not a rank.
+    #[error("root {root} of {ranks} ranks")]
+    Root {
+        /// The root.
+        root: u16,
+        /// Ranks in the run.
+        ranks: usize,
+    },
+    /// Nothing to run.
+    #[error("no iterations or no collectives")]
+    Nothing,
+    /// A collective the benchmark does not run.
+    #[error("unknown collective")]
+    UnknownCollective,
+    /// Sized collectives without sizes.
+    #[error("no sizes")]
+    NoSizes,
+    /// A size above 4 GiB.
+    #[error("sizes above 4 GiB")]
+    TooLarge,
+    /// A temporary directory whose path a shell would split.
+    #[error("temporary directory {0:?}")]
+    TempDir(String),
 }
 
 impl MpiError {
@@ -176,38 +250,44 @@ fn plain_name(s: &str) -> bool {
 }
 
 fn validate(hosts: &MpiHosts, req: &MpiRequest) -> Result<(), MpiError> {
-    let bad = |m: String| Err(MpiError::Invalid(m));
+    let bad = |m: InvalidMpiRun| Err(MpiError::Invalid(m));
     let n = hosts.namespaces.len();
     if n == 0 || n != hosts.ips.len() {
-        return bad(format!("{n} namespaces but {} addresses", hosts.ips.len()));
+        return bad(InvalidMpiRun::Hosts {
+            namespaces: n,
+            addresses: hosts.ips.len(),
+        });
     }
     if let Some(ns) = hosts.namespaces.iter().find(|ns| !plain_name(ns)) {
-        return bad(format!("namespace name {ns:?}"));
+        return bad(InvalidMpiRun::Namespace(ns.clone()));
     }
     if !plain_name(&hosts.iface) {
-        return bad(format!("interface name {:?}", hosts.iface));
+        return bad(InvalidMpiRun::Interface(hosts.iface.clone()));
     }
     let mut ips = hosts.ips.clone();
     ips.sort_unstable();
     ips.dedup();
     if ips.len() != n {
-        return bad("two ranks share an address".to_string());
+        return bad(InvalidMpiRun::SharedAddress);
     }
     if usize::from(req.root) >= n {
-        return bad(format!("root {} of {n} ranks", req.root));
+        return bad(InvalidMpiRun::Root {
+            root: req.root,
+            ranks: n,
+        });
     }
     if req.iters == 0 || req.collectives.is_empty() {
-        return bad("no iterations or no collectives".to_string());
+        return bad(InvalidMpiRun::Nothing);
     }
     if req.collectives.iter().any(|c| bench_name(*c).is_none()) {
-        return bad("unknown collective".to_string());
+        return bad(InvalidMpiRun::UnknownCollective);
     }
     let sized = req.collectives.iter().any(|c| *c != Collective::Barrier);
     if sized && req.sizes.is_empty() {
-        return bad("no sizes".to_string());
+        return bad(InvalidMpiRun::NoSizes);
     }
     if req.sizes.iter().any(|&b| b > 1 << 32) {
-        return bad("sizes above 4 GiB".to_string());
+        return bad(InvalidMpiRun::TooLarge);
     }
     Ok(())
 }
