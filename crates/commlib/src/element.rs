@@ -78,9 +78,14 @@ element!(half::bf16, DataType::Bf16, 2);
 
 /// Encodes `src` into `buf` (replacing its contents, reusing its
 /// allocation).
+///
+/// Only bytes past the buffer's old length are zeroed first: `encode`
+/// writes every byte of the new length, so a reused buffer of the same
+/// size (every call after the first) is not cleared for nothing.
 pub(crate) fn encode_into<E: Element>(src: &[E], buf: &mut Vec<u8>) {
-    buf.clear();
-    buf.resize(src.len().saturating_mul(E::WIRE_SIZE), 0);
+    let len = src.len().saturating_mul(E::WIRE_SIZE);
+    buf.truncate(len);
+    buf.resize(len, 0);
     E::encode(src, buf);
 }
 
@@ -115,6 +120,12 @@ mod tests {
         round_trip(&[i32::MIN, 0, i32::MAX]);
         round_trip(&[f16::from_f32(3.5), f16::MAX]);
         round_trip(&[bf16::from_f32(-7.0), bf16::MIN_POSITIVE]);
+        // A reused buffer, longer or shorter, holds exactly the new encoding.
+        let mut reused = vec![0xaa; 12];
+        encode_into(&[1i32, 2], &mut reused);
+        assert_eq!(reused, [0, 0, 0, 1, 0, 0, 0, 2]);
+        encode_into(&[3i32, 4, 5], &mut reused);
+        assert_eq!(reused, [0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5]);
         let mut short = [0u8; 5];
         assert_eq!(f32::encode(&[1.0, 2.0], &mut short), 1);
         let mut dst = [0i32; 3];

@@ -16,6 +16,23 @@ use crate::port::{FramePorts, PortStats, RxBatch};
 /// counted as `tx_dropped` at the sender), like a full switch buffer.
 pub const DEFAULT_INBOX_FRAMES: usize = 8192;
 
+/// Frame buffers a node keeps for reuse: the buffers its receive batch
+/// hands back become the copies it sends, so a link allocates nothing per
+/// frame once the pool has filled.
+const SPARE_BUFFERS: usize = 256;
+
+/// A copy of `frame` in a spare buffer (or a new one).
+fn copy_frame(spare: &mut Vec<Vec<u8>>, frame: &[u8]) -> Vec<u8> {
+    match spare.pop() {
+        Some(mut buf) => {
+            buf.clear();
+            buf.extend_from_slice(frame);
+            buf
+        }
+        None => frame.to_vec(),
+    }
+}
+
 /// A node of a [`MemFabric`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MemNodeId(pub usize);
@@ -165,6 +182,7 @@ impl MemFabric {
                 rx: n.rx,
                 _own: n.tx,
                 out: n.out,
+                spare: Vec::new(),
             })
             .collect()
     }
@@ -197,6 +215,8 @@ pub struct MemPorts {
     _own: InboxTx,
     out: Vec<Option<MemOut>>,
     stats: Vec<PortStats>,
+    /// Buffers for the copies [`send`](FramePorts::send) makes.
+    spare: Vec<Vec<u8>>,
 }
 
 impl MemPorts {
@@ -204,6 +224,16 @@ impl MemPorts {
         if let Some(s) = self.stats.get_mut(usize::from(port)) {
             s.rx_frames += 1;
             s.rx_bytes += len as u64;
+        }
+    }
+
+    /// Moves a received frame into `batch`, keeping the buffer it displaces.
+    fn take_in(&mut self, batch: &mut RxBatch, port: u16, frame: Vec<u8>) {
+        self.count_rx(port, frame.len());
+        if let Ok(old) = batch.swap_in(port, frame) {
+            if self.spare.len() < SPARE_BUFFERS {
+                self.spare.push(old);
+            }
         }
     }
 }
@@ -225,14 +255,10 @@ impl FramePorts for MemPorts {
             }
             Poll::Ready(Some(f)) => f,
         };
-        self.count_rx(first.0, first.1.len());
-        let _ = batch.push_owned(first.0, first.1);
+        self.take_in(batch, first.0, first.1);
         while !batch.is_full() {
             match self.rx.try_recv() {
-                Ok((port, frame)) => {
-                    self.count_rx(port, frame.len());
-                    let _ = batch.push_owned(port, frame);
-                }
+                Ok((port, frame)) => self.take_in(batch, port, frame),
                 Err(_) => break,
             }
         }
@@ -241,6 +267,7 @@ impl FramePorts for MemPorts {
 
     fn send(&mut self, port: u16, frame: &[u8]) -> io::Result<()> {
         let i = usize::from(port);
+        let spare = &mut self.spare;
         let (Some(Some(out)), Some(stats)) = (self.out.get_mut(i), self.stats.get_mut(i)) else {
             if let Some(s) = self.stats.get_mut(i) {
                 s.tx_dropped += 1;
@@ -258,16 +285,16 @@ impl FramePorts for MemPorts {
         };
         match out.fault.next_fate() {
             Fate::Lost => stats.fault_lost += 1,
-            Fate::Sent => deliver(out, frame.to_vec(), stats),
+            Fate::Sent => deliver(out, copy_frame(spare, frame), stats),
             Fate::Duplicated => {
                 stats.fault_duplicated += 1;
-                deliver(out, frame.to_vec(), stats);
-                deliver(out, frame.to_vec(), stats);
+                deliver(out, copy_frame(spare, frame), stats);
+                deliver(out, copy_frame(spare, frame), stats);
             }
             Fate::Reordered => {
                 stats.fault_reordered += 1;
                 // A frame already held goes out now; this one waits.
-                if let Some(prev) = out.held.replace(frame.to_vec()) {
+                if let Some(prev) = out.held.replace(copy_frame(spare, frame)) {
                     deliver(out, prev, stats);
                 }
                 return Ok(());

@@ -228,7 +228,13 @@ impl RxBatch {
 
     /// Moves an owned frame in (swapping buffers, so nothing is copied).
     /// Returns the frame back when the batch is full.
-    pub fn push_owned(&mut self, port: u16, mut frame: Vec<u8>) -> Result<(), Vec<u8>> {
+    pub fn push_owned(&mut self, port: u16, frame: Vec<u8>) -> Result<(), Vec<u8>> {
+        self.swap_in(port, frame).map(drop)
+    }
+
+    /// Like [`push_owned`](RxBatch::push_owned), and hands back the
+    /// buffer the slot held before, for a moving backend to reuse.
+    pub fn swap_in(&mut self, port: u16, mut frame: Vec<u8>) -> Result<Vec<u8>, Vec<u8>> {
         let Some(slot) = self.slots.get_mut(self.filled) else {
             return Err(frame);
         };
@@ -237,7 +243,7 @@ impl RxBatch {
         slot.icrc = None;
         std::mem::swap(&mut slot.buf, &mut frame);
         self.filled += 1;
-        Ok(())
+        Ok(frame)
     }
 }
 

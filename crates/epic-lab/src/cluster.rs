@@ -18,6 +18,7 @@ use incengine::{Route, SwitchCounters, SwitchHandle, SwitchSpec};
 use crate::config::{LabConfig, LabMode};
 use crate::control::{grant, lab_topology, LabControl};
 use crate::netns::{ManagerProc, NetnsLab, SwitchProcs};
+use crate::run::OutputBuffers;
 use crate::{BuildError, LabError};
 
 /// The group every lab cluster runs.
@@ -54,6 +55,8 @@ pub(crate) struct LabCluster {
     control: Option<LabControl>,
     /// The manager process of a namespace run (INC modes).
     manager: Option<ManagerProc>,
+    /// The ranks' output buffers, reused from call to call.
+    pub(crate) buffers: OutputBuffers,
 }
 
 fn mtu_of(bytes: u32) -> Mtu {
@@ -262,6 +265,7 @@ impl LabCluster {
             comms,
             control: None,
             manager,
+            buffers: OutputBuffers::default(),
         })
     }
 
@@ -346,6 +350,7 @@ impl LabCluster {
             comms,
             control,
             manager: None,
+            buffers: OutputBuffers::default(),
         })
     }
 

@@ -1,6 +1,7 @@
 //! The sweep: for each mode a fresh cluster, for each (collective, size)
 //! the warm-up and measured iterations, every output checked.
 
+use std::any::Any;
 use std::time::{Duration, Instant};
 
 use commlib::{CommError, Communicator, Element, Op};
@@ -250,16 +251,17 @@ pub(crate) async fn iteration(
     }
 }
 
-/// What one rank calls, with its input decoded.
-#[derive(Debug, Clone)]
+/// What one rank calls, with its input decoded and its output buffer
+/// ready (zeroed, of the output's length; a Broadcast root's holds its
+/// input), so that the timed call allocates and faults in nothing the
+/// caller's own buffers would not.
+#[derive(Debug)]
 struct RankCall<E> {
     collective: Collective,
     op: Op,
     root: u16,
-    ranks: usize,
-    /// Elements of the call (per block for ReduceScatter and AllGather).
-    elements: usize,
     input: Vec<E>,
+    out: Vec<E>,
 }
 
 fn op_of(op: ReduceOp) -> Op {
@@ -270,6 +272,52 @@ fn op_of(op: ReduceOp) -> Op {
     }
 }
 
+/// Elements of `rank`'s output: empty for Barrier and for non-roots of
+/// Reduce.
+fn output_len(
+    collective: Collective,
+    rank: usize,
+    root: u16,
+    ranks: usize,
+    input: usize,
+    elements: usize,
+) -> usize {
+    let is_root = rank == usize::from(root);
+    match collective {
+        Collective::AllReduce => input,
+        Collective::Reduce if is_root => input,
+        Collective::Broadcast if is_root => input,
+        Collective::Broadcast => elements,
+        Collective::ReduceScatter => input / ranks.max(1),
+        Collective::AllGather => input * ranks,
+        _ => 0,
+    }
+}
+
+/// Output buffers kept from one iteration to the next, one per rank, so
+/// that an iteration reuses memory already mapped instead of allocating
+/// (and faulting in) a fresh buffer per rank inside the timed call.
+#[derive(Debug, Default)]
+pub(crate) struct OutputBuffers(Vec<Box<dyn Any + Send>>);
+
+impl OutputBuffers {
+    /// `ranks` buffers of `E` (empty ones where none of `E` was kept).
+    fn take<E: Element>(&mut self, ranks: usize) -> Vec<Vec<E>> {
+        let mut kept = std::mem::take(&mut self.0).into_iter();
+        (0..ranks)
+            .map(|_| {
+                kept.next()
+                    .and_then(|b| b.downcast::<Vec<E>>().ok())
+                    .map_or_else(Vec::new, |b| *b)
+            })
+            .collect()
+    }
+
+    fn put<E: Element>(&mut self, buf: Vec<E>) {
+        self.0.push(Box::new(buf));
+    }
+}
+
 async fn typed_iteration<E: Element>(
     cfg: &LabConfig,
     cluster: &mut LabCluster,
@@ -277,18 +325,30 @@ async fn typed_iteration<E: Element>(
 ) -> Result<(Duration, Vec<Vec<u8>>), CallError> {
     let ranks = usize::from(cfg.ranks());
     let elements = usize::try_from(case.elements).unwrap_or(usize::MAX);
-    let calls: Vec<RankCall<E>> = (0..ranks)
-        .map(|r| {
+    let collective = case.req.collective;
+    let root = case.req.root;
+    let calls: Vec<RankCall<E>> = cluster
+        .buffers
+        .take::<E>(ranks)
+        .into_iter()
+        .enumerate()
+        .map(|(r, mut out)| {
             let bytes = case.inputs.get(r).map(Vec::as_slice).unwrap_or_default();
             let mut input = vec![E::default(); bytes.len() / E::WIRE_SIZE];
             E::decode(bytes, &mut input);
+            let len = output_len(collective, r, root, ranks, input.len(), elements);
+            out.clear();
+            if collective == Collective::Broadcast && r == usize::from(root) {
+                out.extend_from_slice(&input);
+            } else {
+                out.resize(len, E::default());
+            }
             RankCall {
-                collective: case.req.collective,
+                collective,
                 op: op_of(cfg.op),
-                root: case.req.root,
-                ranks,
-                elements,
+                root,
                 input,
+                out,
             }
         })
         .collect();
@@ -299,8 +359,9 @@ async fn typed_iteration<E: Element>(
     for (comm, call) in comms.into_iter().zip(calls) {
         tasks.push(tokio::spawn(async move {
             let mut comm = comm;
-            let out = tokio::time::timeout(limit, run_call(&mut comm, call)).await;
-            (comm, out, Instant::now())
+            let mut call = call;
+            let out = tokio::time::timeout(limit, run_call(&mut comm, &mut call)).await;
+            (comm, out, Instant::now(), call)
         }));
     }
     let mut outputs = Vec::new();
@@ -308,13 +369,13 @@ async fn typed_iteration<E: Element>(
     let mut failure = None;
     for (rank, t) in tasks.into_iter().enumerate() {
         match t.await {
-            Ok((comm, out, done)) => {
+            Ok((comm, out, done, call)) => {
                 cluster.comms.push(comm);
                 end = end.max(done);
                 match out {
-                    Ok(Ok(o)) => {
-                        let mut wire = vec![0u8; o.len() * E::WIRE_SIZE];
-                        E::encode(&o, &mut wire);
+                    Ok(Ok(())) => {
+                        let mut wire = vec![0u8; call.out.len() * E::WIRE_SIZE];
+                        E::encode(&call.out, &mut wire);
                         outputs.push(wire);
                     }
                     Ok(Err(e)) => {
@@ -324,6 +385,7 @@ async fn typed_iteration<E: Element>(
                         failure.get_or_insert(CallError::Timeout { rank, limit });
                     }
                 }
+                cluster.buffers.put(call.out);
             }
             Err(e) => {
                 failure.get_or_insert(CallError::Task { rank, source: e });
@@ -339,50 +401,17 @@ async fn typed_iteration<E: Element>(
     }
 }
 
-/// One rank's call; returns its output (empty for Barrier and for
-/// non-roots of Reduce).
+/// One rank's call, into `c.out`.
 async fn run_call<E: Element>(
     comm: &mut Communicator,
-    c: RankCall<E>,
-) -> Result<Vec<E>, CommError> {
-    let rank = comm.rank();
+    c: &mut RankCall<E>,
+) -> Result<(), CommError> {
     match c.collective {
-        Collective::AllReduce => {
-            let mut out = vec![E::default(); c.input.len()];
-            comm.all_reduce(&c.input, &mut out, c.op).await?;
-            Ok(out)
-        }
-        Collective::Reduce => {
-            let mut out = if rank == c.root {
-                vec![E::default(); c.input.len()]
-            } else {
-                Vec::new()
-            };
-            comm.reduce(&c.input, &mut out, c.op, c.root).await?;
-            Ok(out)
-        }
-        Collective::Broadcast => {
-            let mut buf = if rank == c.root {
-                c.input
-            } else {
-                vec![E::default(); c.elements]
-            };
-            comm.broadcast(&mut buf, c.root).await?;
-            Ok(buf)
-        }
-        Collective::ReduceScatter => {
-            let mut out = vec![E::default(); c.input.len() / c.ranks.max(1)];
-            comm.reduce_scatter(&c.input, &mut out, c.op).await?;
-            Ok(out)
-        }
-        Collective::AllGather => {
-            let mut out = vec![E::default(); c.input.len() * c.ranks];
-            comm.all_gather(&c.input, &mut out).await?;
-            Ok(out)
-        }
-        _ => {
-            comm.barrier().await?;
-            Ok(Vec::new())
-        }
+        Collective::AllReduce => comm.all_reduce(&c.input, &mut c.out, c.op).await,
+        Collective::Reduce => comm.reduce(&c.input, &mut c.out, c.op, c.root).await,
+        Collective::Broadcast => comm.broadcast(&mut c.out, c.root).await,
+        Collective::ReduceScatter => comm.reduce_scatter(&c.input, &mut c.out, c.op).await,
+        Collective::AllGather => comm.all_gather(&c.input, &mut c.out).await,
+        _ => comm.barrier().await,
     }
 }
