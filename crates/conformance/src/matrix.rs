@@ -103,7 +103,8 @@ fn by_id(id: &str) -> Option<&'static str> {
             "an implementation's API or fast path, not visible on the wire; covered by epic-proto's tests"
         }
         "WIRE-070" => "checked through WIRE-071 (every output's ICRC is recomputed by the oracle per WIRE-070)",
-        "ENG-001" | "ENG-011" | "ENG-020" | "ENG-021" | "ENG-050" | "ENG-060" => {
+        "ENG-001" | "ENG-011" | "ENG-020" | "ENG-021" | "ENG-050" | "ENG-060" | "ENG-061"
+        | "ENG-062" => {
             "engine structure, API or counters, not visible on the wire; covered by epic-proto's engine tests"
         }
         "ENG-002" | "ENG-032" | "ENG-033" | "ENG-041" => {

@@ -5,5 +5,6 @@ mod install_tests;
 mod lock_tests;
 #[cfg(feature = "mutants")]
 mod mutant_tests;
+mod outcome_tests;
 mod source_tests;
 mod test_rig;
