@@ -146,7 +146,12 @@ async fn sigkill_and_restart_recover_everything() {
     let mut c = ManagerClient::connect(&addr, "tok-123").await.unwrap();
     for _ in 0..200 {
         let t = c.topology().await.unwrap();
-        if t.switches.len() == topo.switches().len() && t.links as usize == topo.links().len() {
+        // Registered is not enough: InitGroup needs every agent's command
+        // stream live (`up`), which under load can trail the registration.
+        if t.switches.len() == topo.switches().len()
+            && t.links as usize == topo.links().len()
+            && t.switches.iter().all(|s| s.up)
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
