@@ -11,11 +11,10 @@ use core::net::Ipv4Addr;
 use super::install_tests;
 use crate::engine::*;
 use crate::psn::Psn;
+use crate::testing::FrameBuilder;
 use crate::time::Instant;
 use crate::wire::{
-    BthRepr, Collective, DataType, Dscp, Ecn, EpicFlags, EpicHeaderRepr, EtherType,
-    EthernetAddress, EthernetRepr, ExtHeaders, GroupId, ImmDtRepr, IpProtocol, Ipv4Repr, Opcode,
-    ReduceOp, RoceFrame, RoceFrameRepr, UdpRepr, EPIC_HEADER_LEN, EPIC_IMM_TAG, ROCEV2_PORT,
+    Collective, DataType, EpicFlags, EpicHeaderRepr, EthernetAddress, GroupId, ReduceOp, RoceFrame,
 };
 
 const MAC: EthernetAddress = EthernetAddress([2, 0, 0, 1, 0, 0]);
@@ -57,56 +56,14 @@ fn header(seq: u32, c: Psn, packets: u32) -> EpicHeaderRepr {
 /// The control message of `h` as rank `r` sends it, at wire PSN `psn`.
 fn control(cfg: &ContextConfig, r: u16, psn: Psn, h: &EpicHeaderRepr) -> Vec<u8> {
     let e = &cfg.endpoints[usize::from(r)];
-    let ext = ExtHeaders {
-        immdt: Some(ImmDtRepr(EPIC_IMM_TAG)),
-        ..ExtHeaders::default()
-    };
-    let mut repr = RoceFrameRepr {
-        eth: EthernetRepr {
-            dst: MAC,
-            src: e.remote_mac,
-            vlan: None,
-            ethertype: EtherType::Ipv4,
-        },
-        ipv4: Ipv4Repr {
-            src: e.remote_ip,
-            dst: IP,
-            dscp: Dscp::default(),
-            ecn: Ecn::NotEct,
-            ident: 1,
-            dont_frag: true,
-            ttl: 64,
-            protocol: IpProtocol::Udp,
-            payload_len: 0,
-        },
-        udp: UdpRepr {
-            src_port: 0xc000,
-            dst_port: ROCEV2_PORT,
-            checksum: 0,
-            payload_len: 0,
-        },
-        bth: BthRepr {
-            opcode: Opcode::RcSendOnlyWithImmediate,
-            solicited: false,
-            mig_req: false,
-            pad_count: 0,
-            tver: 0,
-            pkey: BthRepr::DEFAULT_PKEY,
-            fecn: false,
-            becn: false,
-            dest_qp: e.local_qpn,
-            ack_req: true,
-            psn,
-        },
-        ext,
-    };
-    repr.normalize(EPIC_HEADER_LEN);
-    let mut hdr = [0u8; EPIC_HEADER_LEN];
-    h.emit(&mut hdr).unwrap();
-    let mut buf = vec![0u8; repr.buffer_len(EPIC_HEADER_LEN)];
-    let n = repr.emit(&hdr, &mut buf).unwrap();
-    buf.truncate(n);
-    buf
+    FrameBuilder::epic(h)
+        .dst_mac(MAC)
+        .src_mac(e.remote_mac)
+        .src_ip(e.remote_ip)
+        .dst_ip(IP)
+        .dest_qp(e.local_qpn)
+        .psn(psn)
+        .build()
 }
 
 /// The echoes the engine sends, by port: (wire PSN, header).

@@ -13,12 +13,11 @@ use core::net::Ipv4Addr;
 use super::install_tests;
 use crate::engine::*;
 use crate::psn::Psn;
+use crate::testing::FrameBuilder;
 use crate::time::Instant;
 use crate::wire::{
-    AethRepr, BthRepr, Collective, DataType, Dscp, Ecn, EpicFlags, EpicHeaderRepr, EtherType,
-    EthernetAddress, EthernetRepr, ExtHeaders, GroupId, ImmDtRepr, IpProtocol, Ipv4Repr, Opcode,
-    ReduceOp, RoceFrame, RoceFrameRepr, Syndrome, UdpRepr, EPIC_HEADER_LEN, EPIC_IMM_TAG,
-    ROCEV2_PORT,
+    AethRepr, Collective, DataType, EpicFlags, EpicHeaderRepr, EthernetAddress, ExtHeaders,
+    GroupId, ImmDtRepr, Opcode, ReduceOp, RoceFrame, Syndrome, EPIC_HEADER_LEN, EPIC_IMM_TAG,
 };
 
 /// The switch's MAC address.
@@ -173,50 +172,16 @@ impl Rig {
         payload: &[u8],
     ) -> Vec<u8> {
         let e = &self.cfg.endpoints[usize::from(ep)];
-        let mut repr = RoceFrameRepr {
-            eth: EthernetRepr {
-                dst: MAC,
-                src: e.remote_mac,
-                vlan: None,
-                ethertype: EtherType::Ipv4,
-            },
-            ipv4: Ipv4Repr {
-                src,
-                dst: IP,
-                dscp: Dscp::default(),
-                ecn: Ecn::NotEct,
-                ident: 1,
-                dont_frag: true,
-                ttl: 64,
-                protocol: IpProtocol::Udp,
-                payload_len: 0,
-            },
-            udp: UdpRepr {
-                src_port: 0xc000,
-                dst_port: ROCEV2_PORT,
-                checksum: 0,
-                payload_len: 0,
-            },
-            bth: BthRepr {
-                opcode,
-                solicited: false,
-                mig_req: false,
-                pad_count: 0,
-                tver: 0,
-                pkey: BthRepr::DEFAULT_PKEY,
-                fecn: false,
-                becn: false,
-                dest_qp: e.local_qpn,
-                ack_req: opcode != Opcode::RcAcknowledge,
-                psn,
-            },
-            ext,
-        };
-        repr.normalize(payload.len());
-        let mut buf = vec![0u8; repr.buffer_len(payload.len())];
-        let n = repr.emit(payload, &mut buf).unwrap();
-        buf.truncate(n);
-        buf
+        FrameBuilder::new(opcode)
+            .dst_mac(MAC)
+            .src_mac(e.remote_mac)
+            .src_ip(src)
+            .dst_ip(IP)
+            .dest_qp(e.local_qpn)
+            .psn(psn)
+            .ext(ext)
+            .payload(payload)
+            .build()
     }
 
     /// The peer's own address on edge `ep`.
