@@ -331,19 +331,25 @@ fn epic_control<'a>(
     Ok(epic)
 }
 
+/// Checks the IPv4 header checksum of a located frame. [WIRE-025]
+fn verify_ipv4(buf: &[u8], layout: FrameLayout) -> Result<(), Error> {
+    let ip = Ipv4Packet::new_unchecked(field::rest(buf, layout.ipv4));
+    if ip.verify_checksum() {
+        return Ok(());
+    }
+    Err(Error::new(
+        Layer::Ipv4,
+        ErrorKind::Ipv4Checksum {
+            carried: ip.checksum(),
+        },
+    )
+    .add_offset(layout.ipv4))
+}
+
 /// Checks the IPv4 header checksum, then the ICRC, of a located frame.
 /// [WIRE-025] [WIRE-071]
 fn verify_checksums(buf: &[u8], layout: FrameLayout) -> Result<(), Error> {
-    let ip = Ipv4Packet::new_unchecked(field::rest(buf, layout.ipv4));
-    if !ip.verify_checksum() {
-        return Err(Error::new(
-            Layer::Ipv4,
-            ErrorKind::Ipv4Checksum {
-                carried: ip.checksum(),
-            },
-        )
-        .add_offset(layout.ipv4));
-    }
+    verify_ipv4(buf, layout)?;
     icrc::verify(layout.datagram(buf)).map_err(|e| e.add_offset(layout.icrc))
 }
 
@@ -351,16 +357,7 @@ fn verify_checksums(buf: &[u8], layout: FrameLayout) -> Result<(), Error> {
 /// `computed`, the ICRC the caller already computed over this frame.
 /// [WIRE-025] [WIRE-071]
 fn verify_given(buf: &[u8], layout: FrameLayout, computed: u32) -> Result<(), Error> {
-    let ip = Ipv4Packet::new_unchecked(field::rest(buf, layout.ipv4));
-    if !ip.verify_checksum() {
-        return Err(Error::new(
-            Layer::Ipv4,
-            ErrorKind::Ipv4Checksum {
-                carried: ip.checksum(),
-            },
-        )
-        .add_offset(layout.ipv4));
-    }
+    verify_ipv4(buf, layout)?;
     let carried = u32::from_le_bytes(field::array(buf, layout.icrc));
     if carried == computed {
         Ok(())
