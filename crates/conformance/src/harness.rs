@@ -121,9 +121,8 @@ pub fn dut_spec(case: &Case) -> Result<(DutSpec, usize), HarnessError> {
     let mut switch = SwitchSpec::new(format!("dut-{}", case.name), ecfg);
     switch.contexts = eng
         .contexts()
-        .iter()
         .map(|c| ContextSpec {
-            config: c.cfg.clone(),
+            config: c.config().clone(),
             start_psn: cfg.start_psn,
             placement: c.placement(),
         })

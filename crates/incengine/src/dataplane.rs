@@ -57,7 +57,7 @@ impl Dataplane {
         }
         let mut attribution = Attribution::new(ports);
         for c in engine.contexts() {
-            attribution.add_context(c.id(), c.cfg.group);
+            attribution.add_context(c.id(), c.group());
         }
         Ok(Dataplane {
             name: spec.name,
@@ -139,7 +139,7 @@ impl Dataplane {
     ) -> Result<ContextFootprint, SwitchError> {
         let fp = install(&mut self.engine, spec, ports)?;
         if let Some(c) = self.engine.context(spec.config.group) {
-            self.attribution.add_context(c.id(), c.cfg.group);
+            self.attribution.add_context(c.id(), c.group());
         }
         Ok(fp)
     }

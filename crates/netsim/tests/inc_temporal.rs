@@ -47,7 +47,7 @@ fn shared_cluster(mode: Mode) -> Cluster {
     }
     for s in 0..cl.switches.len() {
         let eng = engine(&mut cl, s);
-        let ctx = eng.context(CLUSTER_GROUP).unwrap().cfg.clone();
+        let ctx = eng.context(CLUSTER_GROUP).unwrap().config().clone();
         eng.remove(CLUSTER_GROUP).unwrap();
         LockTenant::install_beside(eng, ctx, CLUSTER_GROUP, OTHER).unwrap();
         eng.context_mut(CLUSTER_GROUP).unwrap().set_start_psn(start);

@@ -14,12 +14,13 @@
 //! before any module sees them, outgoing ones back to wire PSNs after.
 //! Nothing inside the modes changes.
 
-use super::context::{Context, Flow};
+use super::context::Flow;
 use super::endpoint::Response;
+use super::shared::Shared;
 use crate::psn::Psn;
 use crate::wire::Syndrome;
 
-impl Context {
+impl Shared {
     /// Whether direction `flow` of edge `ep` carries only control messages.
     #[inline]
     pub(crate) fn control_only(&self, ep: u16, flow: Flow) -> bool {

@@ -1,23 +1,26 @@
-//! The Context of §4.1: one group's state on this switch (endpoints, pipes,
-//! invocations), its arena footprint, and the dispatch into the modes.
-//! [ENG-010] [ENG-013]
+//! The Context of §4.1: one group's state on this switch, its arena
+//! footprint, and the one dispatch into its mode: the [`Shared`] half
+//! (configuration, edges, invocations) and the [`ModeState`] that only its
+//! mode reads. [ENG-010] [ENG-013]
 
-use alloc::vec::Vec;
 use core::mem::size_of;
 
-use super::config::{
-    ContextConfig, EngineConfig, Mode, PatternBinding, PsnAlignment, INVOCATION_SLOTS,
-};
+use super::config::{ContextConfig, EngineConfig, Mode, INVOCATION_SLOTS};
 use super::counters::EngineDropReason;
 use super::endpoint::EndpointState;
-use super::invocation::{Invocation, InvocationTable, Pattern, PipeId, Shape};
-use super::io::{emit_cnp, emit_response, Io};
+use super::id::ContextId;
+use super::invocation::{Invocation, PipeId};
+use super::io::Io;
+use super::mode::ModeState;
 use super::mode1::Terminated;
+use super::mode2::Translated;
+use super::mode3::Augmented;
 use super::modules::lookup_table::Entry;
 use super::pipe::Pipe;
+use super::shared::Shared;
 use crate::psn::Psn;
 use crate::time::Instant;
-use crate::wire::{AethRepr, EpicHeaderRepr, GroupId, RoceFrame};
+use crate::wire::{AethRepr, GroupId, Opcode, RoceFrame};
 
 /// A direction on an edge, seen from the switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,48 +96,26 @@ impl ContextFootprint {
         let n = cfg.slots as usize;
         let u = usize::from(cfg.max_payload);
         let eps = cfg.endpoints.len();
-        let down = if cfg.mode == Mode::Augmented { n } else { 0 };
-        let raw_children = raw_children(cfg);
+        let (down, edge) = match cfg.mode {
+            Mode::Augmented => (n, Augmented::EDGE_BYTES),
+            _ => (0, Translated::EDGE_BYTES),
+        };
         ContextFootprint {
             payload: n * 2 * u + down * u,
             staging: 0,
-            reproducible: n * raw_children * u,
+            reproducible: n * raw_children(cfg) * u,
             degree: n + down,
             slot_meta: (n + down) * super::pipe::SLOT_META_BYTES,
             arrived: eps * (n.div_ceil(64) + down.div_ceil(64)) * 8,
-            endpoints: eps * size_of::<EndpointState>(),
+            endpoints: eps * (size_of::<EndpointState>() + edge),
             invocations: INVOCATION_SLOTS * size_of::<Invocation>(),
             lookup: eps * size_of::<(u32, Entry)>(),
         }
     }
 }
 
-/// The control-only directions of a per-pattern context: inbound where
-/// the edge feeds no pipe under the pattern, outbound where it carries no
-/// pipe's output. [CTL-051]
-fn control_only(cfg: &ContextConfig, shape: Shape) -> [u64; 2] {
-    let PsnAlignment::PerPattern(b) = cfg.alignment else {
-        return [0, 0];
-    };
-    let route = |r: u16| cfg.route.get(usize::from(r)).copied().unwrap_or(u16::MAX);
-    let pattern = match b {
-        PatternBinding::AllReduce => Pattern::AllReduce,
-        PatternBinding::Reduce { root } => Pattern::ToEndpoint(route(root)),
-        PatternBinding::Broadcast { root } => Pattern::FromEndpoint(route(root)),
-    };
-    let mut masks = [0u64; 2];
-    for ep in 0..shape.eps.min(64) {
-        if shape.inbound(pattern, ep).is_none() {
-            masks[0] |= 1 << ep;
-        }
-        if shape.outbound(pattern, ep).is_none() {
-            masks[1] |= 1 << ep;
-        }
-    }
-    masks
-}
-
-fn raw_children(cfg: &ContextConfig) -> usize {
+/// The children whose raw contributions a reproducible context keeps.
+pub(crate) fn raw_children(cfg: &ContextConfig) -> usize {
     if !cfg.reproducible {
         return 0;
     }
@@ -149,24 +130,12 @@ fn raw_children(cfg: &ContextConfig) -> usize {
 /// One group's local context. [ENG-010]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Context {
-    /// How it was installed.
-    pub cfg: ContextConfig,
-    pub(crate) shape: Shape,
-    pub(crate) eps: Vec<EndpointState>,
-    /// Up (aggregation) and Down (broadcast) pipes; Mode II's Down pipe has
-    /// no slots (it replicates without state).
-    pub(crate) pipes: [Pipe; 2],
-    pub(crate) invs: InvocationTable,
-    /// Mode I: the endpoints and message buffers. [M1-010]
-    pub(crate) term: Option<alloc::boxed::Box<Terminated>>,
-    /// Per-pattern contexts: the edges whose inbound (`[0]`) or outbound
-    /// (`[1]`) direction carries only control messages. [CTL-051]
-    pub(crate) control_only: [u64; 2],
-    /// Where the control plane placed the context's state, if it did.
-    /// [TMX-001]
-    pub(crate) placed: Option<super::arena::Placement>,
+    /// What every mode shares.
+    pub(crate) shared: Shared,
+    /// What only its mode keeps.
+    pub(crate) mode: ModeState,
     /// Its id in the engine. [ENG-010]
-    pub(crate) id: super::id::ContextId,
+    pub(crate) id: ContextId,
     /// [`Context::next_deadline`] as of the engine's last call.
     pub(crate) deadline: Option<Instant>,
 }
@@ -176,276 +145,136 @@ impl Context {
         eng: &EngineConfig,
         cfg: ContextConfig,
     ) -> Result<Context, crate::roce::ConfigError> {
-        let term = match cfg.mode {
-            Mode::Terminated => Some(alloc::boxed::Box::new(Terminated::new(eng, &cfg)?)),
-            _ => None,
-        };
-        let n = if term.is_some() { 0 } else { cfg.slots };
-        let u = usize::from(cfg.max_payload);
-        let start = Psn::ZERO;
-        let down_n = if cfg.mode == Mode::Augmented { n } else { 0 };
-        let eps = cfg
-            .endpoints
-            .iter()
-            .map(|e| EndpointState::new(*e, n, down_n, start))
-            .collect();
-        let shape = Shape {
-            eps: u16::try_from(cfg.endpoints.len()).unwrap_or(u16::MAX),
-            parent: cfg.parent,
-        };
-        let raw = raw_children(&cfg);
-        let control_only = control_only(&cfg, shape);
+        let shared = Shared::new(cfg);
+        let mode = ModeState::new(eng, &shared.cfg, &shared)?;
         Ok(Context {
-            placed: None,
-            id: super::id::ContextId::default(),
+            shared,
+            mode,
+            id: ContextId::default(),
             deadline: None,
-            term,
-            control_only,
-            shape,
-            eps,
-            pipes: [
-                Pipe::new(PipeId::Up, n, 2 * u, raw, u, start),
-                Pipe::new(PipeId::Down, down_n, u, 0, 0, start),
-            ],
-            invs: InvocationTable::new(),
-            cfg,
         })
     }
 
     /// Its id in the engine (given at install). [ENG-010]
-    pub fn id(&self) -> super::id::ContextId {
+    pub fn id(&self) -> ContextId {
         self.id
+    }
+
+    /// How it was installed.
+    pub fn config(&self) -> &ContextConfig {
+        &self.shared.cfg
+    }
+
+    /// The group.
+    pub fn group(&self) -> GroupId {
+        self.shared.cfg.group
+    }
+
+    /// Where the control plane placed this context's state.
+    pub fn placement(&self) -> Option<super::arena::Placement> {
+        self.shared.placed
     }
 
     /// Sets the group PSN every endpoint and pipe starts from: the PSN the
     /// ranks' QPs were created with. [CTL-040]
     pub fn set_start_psn(&mut self, start: Psn) {
-        for e in &mut self.eps {
-            e.set_start_psn(start);
-        }
-        for p in &mut self.pipes {
-            p.psn_start = start;
-        }
-        self.invs.set_start_psn(start);
-        if let Some(t) = self.term.as_mut() {
-            t.set_start_psn(start);
-        }
+        self.shared.invs.set_start_psn(start);
+        self.mode.machine_mut().set_start_psn(start);
     }
 
-    /// The pattern a per-pattern context is bound to.
-    pub(crate) fn binding(&self) -> Option<PatternBinding> {
-        match self.cfg.alignment {
-            PsnAlignment::Resync => None,
-            PsnAlignment::PerPattern(b) => Some(b),
-        }
-    }
-
-    pub(crate) fn pipe(&self, id: PipeId) -> &Pipe {
-        let [up, down] = &self.pipes;
-        match id {
-            PipeId::Up => up,
-            PipeId::Down => down,
-        }
-    }
-
-    /// The group.
-    pub fn group(&self) -> GroupId {
-        self.cfg.group
+    /// A pipe of the context's mode: Mode II has an Up pipe, Mode III
+    /// both, Mode I none.
+    pub fn pipe(&self, id: PipeId) -> Option<&Pipe> {
+        self.mode.machine().pipe(id)
     }
 
     /// The arena bytes this context takes. [ENG-013]
     pub fn footprint(&self) -> ContextFootprint {
-        if self.term.is_some() {
-            return ContextFootprint::of(&self.cfg);
-        }
-        let (mut payload, mut repro, mut degree, mut meta) = (0, 0, 0, 0);
-        for p in &self.pipes {
-            let (a, b, c, d) = p.footprint();
-            payload += a;
-            repro += b;
-            degree += c;
-            meta += d;
-        }
-        let eps = self.eps.len();
-        ContextFootprint {
-            payload,
-            staging: 0,
-            reproducible: repro,
-            degree,
-            slot_meta: meta,
-            arrived: self.eps.iter().map(|e| e.arrived_bytes()).sum::<usize>(),
-            endpoints: eps * size_of::<EndpointState>(),
-            invocations: INVOCATION_SLOTS * size_of::<Invocation>(),
-            lookup: eps * size_of::<(u32, Entry)>(),
-        }
+        self.mode.machine().footprint(&self.shared)
     }
 
     /// The endpoints' state.
     pub fn endpoints(&self) -> &[EndpointState] {
-        &self.eps
+        &self.shared.eps
     }
 
-    /// Mode III: the first PSN of a pipe's valid range. [M3-010]
-    pub fn psn_start(&self, pipe: PipeId) -> Psn {
-        self.pipe(pipe).psn_start
+    /// The first PSN of a pipe's valid range, if the mode has the pipe.
+    /// [M3-010]
+    pub fn psn_start(&self, pipe: PipeId) -> Option<Psn> {
+        self.pipe(pipe).map(|p| p.psn_start)
     }
 
-    /// The PSN a pipe slot holds and whether it is complete (diagnostics).
-    pub fn slot_state(&self, pipe: PipeId, slot: usize) -> (Option<Psn>, bool, u32) {
-        let p = self.pipe(pipe);
+    /// The PSN a pipe slot holds, whether it is complete and its degree
+    /// (diagnostics), if the mode has the pipe.
+    pub fn slot_state(&self, pipe: PipeId, slot: usize) -> Option<(Option<Psn>, bool, u32)> {
+        let p = self.pipe(pipe)?;
         let m = p.meta(slot);
-        (m.tag, m.complete, p.degree(slot))
+        Some((m.tag, m.complete, p.degree(slot)))
     }
 
-    /// The newest installed invocation.
+    /// The newest installed invocation (Modes II and III).
     pub fn newest_invocation(&self) -> Option<&Invocation> {
-        self.invs.newest()
+        self.shared.invs.newest()
     }
 
-    pub(crate) fn handle_ack(&mut self, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) {
-        let psn = self.group_psn(ep, Flow::Out, psn);
-        match self.cfg.mode {
-            Mode::Terminated => {}
-            Mode::Translated => self.ack2(io, ep, psn, aeth),
-            Mode::Augmented => self.ack3(io, ep, psn, aeth),
+    /// A frame from edge `ep`, verified and routed here: the control
+    /// message's PSN check and the shared block's grant, then the mode.
+    /// [WIRE-121] [CTL-054] [TMX-012]
+    pub(crate) fn receive(&mut self, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+        let m = self.mode.machine_mut();
+        if let Some(h) = f.epic {
+            if h.check_control_psn(m.request_psn(&self.shared, ep, f.bth.psn))
+                .is_err()
+            {
+                io.drop(EngineDropReason::BadControl);
+                return;
+            }
         }
-    }
-
-    pub(crate) fn handle_control(
-        &mut self,
-        io: &mut Io<'_>,
-        ep: u16,
-        f: &RoceFrame<'_>,
-        h: &EpicHeaderRepr,
-    ) {
-        let t;
-        let f = if self.control_only(ep, Flow::In) {
-            t = self.translated(ep, f);
-            &t
-        } else {
-            f
-        };
-        let step = self.lock_control(io, h);
-        let h = &step.header;
-        match self.cfg.mode {
-            Mode::Terminated => {}
-            Mode::Translated => self.control2(io, ep, f, h),
-            Mode::Augmented => self.control3(io, ep, f, h),
+        // A shared block serves data only to the tenant holding it.
+        // [TMX-012]
+        if f.epic.is_none()
+            && matches!(
+                f.bth.opcode,
+                Opcode::RcSendFirst
+                    | Opcode::RcSendMiddle
+                    | Opcode::RcSendLast
+                    | Opcode::RcSendOnly
+            )
+            && !self.shared.holds_block(io)
+        {
+            io.drop(EngineDropReason::NotGranted);
+            return;
         }
-        self.lock_settle(io, &step);
+        m.receive(&mut self.shared, io, ep, f);
     }
 
-    pub(crate) fn handle_data(&mut self, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
-        io.counters.rx_data += 1;
-        let t;
-        let f = if self.control_only(ep, Flow::In) {
-            t = self.translated(ep, f);
-            &t
-        } else {
-            f
-        };
-        match self.cfg.mode {
-            Mode::Terminated => {}
-            Mode::Translated => self.data2(io, ep, f),
-            Mode::Augmented => self.data3(io, ep, f),
-        }
-    }
-
-    /// A request from edge `ep` with its PSN in group terms. [CTL-052]
-    fn translated<'a>(&self, ep: u16, f: &RoceFrame<'a>) -> RoceFrame<'a> {
-        let mut g = f.clone();
-        g.bth.psn = self.group_psn(ep, Flow::In, f.bth.psn);
-        g
+    /// An ACK from the engine's fast path; `false` when the mode takes
+    /// acknowledgements only as whole frames. [ENG-061]
+    pub(crate) fn fast_ack(&mut self, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) -> bool {
+        self.mode
+            .machine_mut()
+            .fast_ack(&mut self.shared, io, ep, psn, aeth)
     }
 
     /// Whether endpoint `ep` has something to send now.
     pub(crate) fn has_work(&self, ep: u16) -> bool {
-        let Some(e) = self.eps.get(usize::from(ep)) else {
-            return false;
-        };
-        self.term.is_some()
-            || e.response.is_some()
-            || e.cnp
-            || (self.cfg.mode == Mode::Augmented && self.ready3(ep).is_some())
+        self.mode.machine().has_work(&self.shared, ep)
     }
 
-    /// Sends one frame of endpoint `ep` into `buf`: its pending response,
-    /// then a CNP, then (Mode III) its next data packet.
+    /// Sends one frame of endpoint `ep` into `buf`.
     pub(crate) fn transmit(&mut self, io: &mut Io<'_>, ep: u16, buf: &mut [u8]) -> Option<usize> {
-        if let Some(t) = self.term.as_mut() {
-            return match t.transmit(io, ep, buf) {
-                Ok(sent) => sent,
-                Err(_) => {
-                    // The RC endpoint keeps the frame: come back to it.
-                    io.drop(EngineDropReason::TxBufferTooSmall);
-                    if let Some(e) = self.eps.get_mut(usize::from(ep)) {
-                        io.list(ep, &mut e.listed);
-                    }
-                    None
-                }
-            };
-        }
-        let e = self.eps.get_mut(usize::from(ep))?;
-        if let Some(r) = e.response.take() {
-            if r.syndrome.is_nak() {
-                io.counters.tx_naks += 1;
-            }
-            let r = self.wire_response(ep, r);
-            let e = self.eps.get(usize::from(ep))?;
-            return emit_response(io, &e.cfg, &r, buf);
-        }
-        if e.cnp {
-            e.cnp = false;
-            io.counters.tx_cnps += 1;
-            return emit_cnp(io, &e.cfg, buf);
-        }
-        if self.cfg.mode == Mode::Augmented {
-            let short = io.counters.drops(EngineDropReason::TxBufferTooSmall);
-            let sent = self.transmit3(io, ep, buf);
-            if io.counters.drops(EngineDropReason::TxBufferTooSmall) > short {
-                // The packet stays in its pipe: come back to it.
-                if let Some(e) = self.eps.get_mut(usize::from(ep)) {
-                    io.list(ep, &mut e.listed);
-                }
-            }
-            return sent;
-        }
-        None
+        self.mode
+            .machine_mut()
+            .transmit(&mut self.shared, io, ep, buf)
     }
 
-    /// The earliest timer of its endpoints.
+    /// The earliest timer of the context.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        if let Some(t) = self.term.as_ref() {
-            return t.poll_timeout();
-        }
-        if self.cfg.mode != Mode::Augmented {
-            return None;
-        }
-        self.eps
-            .iter()
-            .filter_map(|e| match (e.deadline, e.rnr_until) {
-                (Some(d), Some(r)) => Some(d.min(r)),
-                (d, r) => d.or(r),
-            })
-            .min()
+        self.mode.machine().next_deadline()
     }
 
+    /// Fires the timers that are due.
     pub(crate) fn handle_timeout(&mut self, io: &mut Io<'_>) {
-        if let Some(t) = self.term.as_mut() {
-            if t.handle_timeout(io.now) {
-                self.pump1(io);
-            }
-            return;
-        }
-        if self.cfg.mode == Mode::Augmented {
-            self.timeout3(io);
-        }
-    }
-
-    /// Puts endpoint `ep` on the work list.
-    pub(crate) fn list(&mut self, io: &mut Io<'_>, ep: u16) {
-        if let Some(e) = self.eps.get_mut(usize::from(ep)) {
-            io.list(ep, &mut e.listed);
-        }
+        self.mode.machine_mut().timeout(&mut self.shared, io);
     }
 }

@@ -2,10 +2,7 @@
 //! send state. [ENG-011]
 
 use super::config::EndpointConfig;
-use super::invocation::PipeId;
-use super::pipe::Arrived;
 use crate::psn::Psn;
-use crate::time::Instant;
 use crate::wire::Syndrome;
 
 /// An ACK or NAK waiting to go out on an endpoint.
@@ -28,111 +25,27 @@ impl Response {
     }
 }
 
-/// One edge's state. [ENG-011]
+/// One edge as every mode sees it: its configuration and the response
+/// waiting to go out on it. Each mode keeps the rest of an edge's state
+/// itself: Mode I an RC endpoint, Mode II the Up pipe's arrival bits,
+/// Mode III a hop's receive and send state. [ENG-011]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct EndpointState {
     /// Configuration.
     pub cfg: EndpointConfig,
-    /// Arrival bits, per pipe (Up, Down). [ENG-040]
-    pub(crate) arrived: [Arrived; 2],
-    /// Mode III receive state: the next in-order PSN expected. [M3-021]
-    pub(crate) epsn: Psn,
-    /// Mode III: a NAK was sent and no in-order packet arrived since. [M3-022]
-    pub(crate) nak_sent: bool,
-    /// Mode III: the highest PSN received from the peer; acknowledgements
-    /// never name a PSN the peer did not send. [M3-023]
-    pub(crate) max_rcvd: Psn,
-    /// Mode III: a packet from this peer was beyond the pipe's range; a
-    /// NAK invites it back when the range moves. [M3-024]
-    pub(crate) window_drop: bool,
-    /// Mode III send state: highest PSN the peer acknowledged. [M3-030]
-    pub(crate) last_acked: Psn,
-    /// Mode III: highest PSN sent. [M3-030]
-    pub(crate) max_sent: Psn,
-    /// Mode III: the next PSN to (re)transmit, in order. [M3-031]
-    pub(crate) next_send: Psn,
-    /// Mode III: retransmission deadline. [M3-040]
-    pub(crate) deadline: Option<Instant>,
-    /// Mode III: an RNR NAK asked us to wait until then before resending.
-    pub(crate) rnr_until: Option<Instant>,
     /// The ACK/NAK to send next, coalesced. [ENG-021]
     pub(crate) response: Option<Response>,
-    /// A CNP to send (Mode III rate synchronization). [M3-060]
-    pub(crate) cnp: bool,
     /// Whether the endpoint sits in the engine's response/data work lists.
     pub(crate) listed: bool,
 }
 
 impl EndpointState {
-    pub(crate) fn new(cfg: EndpointConfig, up: u32, down: u32, start: Psn) -> EndpointState {
-        let mut e = EndpointState {
+    pub(crate) fn new(cfg: EndpointConfig) -> EndpointState {
+        EndpointState {
             cfg,
-            arrived: [Arrived::new(up), Arrived::new(down)],
-            epsn: start,
-            nak_sent: false,
-            max_rcvd: start,
-            window_drop: false,
-            last_acked: start,
-            max_sent: start,
-            next_send: start,
-            deadline: None,
-            rnr_until: None,
             response: None,
-            cnp: false,
             listed: false,
-        };
-        e.set_start_psn(start);
-        e
-    }
-
-    /// Puts every PSN of the receive and send state at the group's start
-    /// PSN: nothing received, sent or acknowledged yet, so each "highest
-    /// so far" sits one before `start`. All of them move together: a
-    /// field left at another start would be compared, by serial order,
-    /// with PSNs up to half the circle away and read as ahead of them
-    /// (a `max_rcvd` left at `0 − 1` caps no ACK for a start in the upper
-    /// half of the PSN space). [WIRE-050] [M3-021] [M3-023] [M3-030]
-    pub(crate) fn set_start_psn(&mut self, start: Psn) {
-        self.epsn = start;
-        self.nak_sent = false;
-        self.max_rcvd = start.sub(1);
-        self.last_acked = start.sub(1);
-        self.max_sent = start.sub(1);
-        self.next_send = start;
-    }
-
-    /// The arrival bits of one pipe.
-    pub(crate) fn arrived_mut(&mut self, pipe: PipeId) -> &mut Arrived {
-        let [up, down] = &mut self.arrived;
-        match pipe {
-            PipeId::Up => up,
-            PipeId::Down => down,
         }
-    }
-
-    /// The arrival bits of one pipe.
-    pub(crate) fn arrived(&self, pipe: PipeId) -> &Arrived {
-        let [up, down] = &self.arrived;
-        match pipe {
-            PipeId::Up => up,
-            PipeId::Down => down,
-        }
-    }
-
-    /// The PSN an ACK to the peer names: `epsn − 1`, but never past what
-    /// the peer sent (after a skipped range `epsn` runs ahead). [M3-023]
-    pub(crate) fn ack_point(&self) -> Psn {
-        let p = self.epsn.sub(1);
-        if p.is_after(self.max_rcvd) {
-            self.max_rcvd
-        } else {
-            p
-        }
-    }
-
-    /// Arena bytes of the arrival bits.
-    pub(crate) fn arrived_bytes(&self) -> usize {
-        self.arrived.iter().map(Arrived::bytes).sum()
     }
 
     /// Queues `r`, coalescing with a response not yet sent: cumulative
@@ -172,19 +85,14 @@ mod tests {
     use core::net::Ipv4Addr;
 
     fn ep() -> EndpointState {
-        EndpointState::new(
-            EndpointConfig {
-                port: 0,
-                local_qpn: Qpn::try_new(0x10).unwrap(),
-                remote_qpn: Qpn::try_new(0x20).unwrap(),
-                remote_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
-                remote_ip: Ipv4Addr::new(10, 0, 0, 1),
-                peer: Peer::Rank(0),
-            },
-            8,
-            8,
-            Psn::ZERO,
-        )
+        EndpointState::new(EndpointConfig {
+            port: 0,
+            local_qpn: Qpn::try_new(0x10).unwrap(),
+            remote_qpn: Qpn::try_new(0x20).unwrap(),
+            remote_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
+            remote_ip: Ipv4Addr::new(10, 0, 0, 1),
+            peer: Peer::Rank(0),
+        })
     }
 
     fn ack(p: u32) -> Response {

@@ -13,18 +13,16 @@ use super::config::Pitfall;
 use super::config::{
     ContextConfig, EngineConfig, Mode, Peer, PortNo, PsnAlignment, MAX_CONTEXT_ENDPOINTS,
 };
-use super::context::Flow;
 use super::context::{Context, ContextFootprint};
 use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
 use super::error::{InstallError, InvalidContext};
 use super::id::ContextId;
 use super::io::Io;
 use super::modules::lookup_table::{Entry, LookupTable};
+use super::slab::ContextSlab;
 use super::txq::{TxQueue, WorkList};
 use crate::time::Instant;
-use crate::wire::{
-    AckFrame, ErrorKind, GroupId, LaxFrame, Layer, Opcode, Qpn, RoceFrame, EPIC_IMM_TAG,
-};
+use crate::wire::{AckFrame, ErrorKind, GroupId, LaxFrame, Layer, Qpn, RoceFrame};
 use core::net::Ipv4Addr;
 
 /// Headroom for headers beyond the payload in a frame buffer: Ethernet with
@@ -107,7 +105,7 @@ impl FrameOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IncEngine {
     cfg: EngineConfig,
-    contexts: Vec<Context>,
+    contexts: ContextSlab,
     table: LookupTable,
     arena_used: usize,
     arena: Arena,
@@ -136,7 +134,7 @@ impl IncEngine {
         let frame = usize::from(crate::wire::MAX_PAYLOAD_BYTES) + FRAME_OVERHEAD;
         IncEngine {
             cfg,
-            contexts: Vec::with_capacity(cfg.max_contexts),
+            contexts: ContextSlab::with_capacity(cfg.max_contexts),
             table: LookupTable::new(cfg.max_endpoints),
             arena_used: 0,
             arena: Arena::default(),
@@ -178,20 +176,24 @@ impl IncEngine {
         &self.arena
     }
 
-    /// The installed contexts.
-    pub fn contexts(&self) -> &[Context] {
-        &self.contexts
+    /// The installed contexts, oldest install first.
+    pub fn contexts(&self) -> impl ExactSizeIterator<Item = &Context> + '_ {
+        Contexts {
+            inner: self.contexts.iter(),
+            left: self.contexts.len(),
+        }
     }
 
     /// The context of `group`.
     pub fn context(&self, group: GroupId) -> Option<&Context> {
-        self.contexts.iter().find(|c| c.cfg.group == group)
+        self.contexts.find(group).and_then(|s| self.contexts.get(s))
     }
 
     /// The context of `group`, mutable (to set its start PSN).
     pub fn context_mut(&mut self, group: GroupId) -> Option<&mut Context> {
         self.stale = true;
-        self.contexts.iter_mut().find(|c| c.cfg.group == group)
+        let slot = self.contexts.find(group)?;
+        self.contexts.get_mut(slot)
     }
 
     /// The arena bytes a context would take, without installing it.
@@ -232,8 +234,8 @@ impl IncEngine {
         self.arena
             .relocate(from, to, arena)
             .map_err(InstallError::Placement)?;
-        for c in &mut self.contexts {
-            if let Some(p) = c.placed.as_mut().filter(|p| p.offset == from) {
+        for c in self.contexts.iter_mut() {
+            if let Some(p) = c.shared.placed.as_mut().filter(|p| p.offset == from) {
                 p.offset = to;
             }
         }
@@ -246,7 +248,7 @@ impl IncEngine {
         at: Option<Placement>,
     ) -> Result<ContextFootprint, InstallError> {
         validate(&cfg, self.cfg.max_group_size)?;
-        if self.contexts.iter().any(|c| c.cfg.group == cfg.group) {
+        if self.contexts.find(cfg.group).is_some() {
             return Err(InstallError::DuplicateGroup { group: cfg.group });
         }
         if self.contexts.len() >= self.cfg.max_contexts {
@@ -292,52 +294,54 @@ impl IncEngine {
             .map_err(|_| InstallError::Invalid(InvalidContext::Mode1RcConfig))?;
         let fp = ctx.footprint();
         let index =
-            u16::try_from(self.contexts.len()).map_err(|_| InstallError::TooManyContexts {
+            u16::try_from(self.contexts.vacant()).map_err(|_| InstallError::TooManyContexts {
                 max: self.cfg.max_contexts,
             })?;
-        for (i, e) in ctx.cfg.endpoints.iter().enumerate() {
+        for (i, e) in ctx.config().endpoints.iter().enumerate() {
             let ep = u16::try_from(i).unwrap_or(u16::MAX);
             self.table.insert(e.local_qpn, Entry { ctx: index, ep });
         }
         match &at {
             Some(p) => {
-                self.arena.place(p, ctx.cfg.group, fp.total() as u64);
+                self.arena.place(p, ctx.group(), fp.total() as u64);
                 self.arena_used += charged;
             }
             None => self.arena_used += fp.total(),
         }
-        ctx.placed = at;
+        ctx.shared.placed = at;
         ctx.id = ContextId(self.next_id);
         ctx.deadline = ctx.next_deadline();
         self.next_id = self.next_id.wrapping_add(1);
-        self.contexts.push(ctx);
+        if self.contexts.insert(ctx) != Some(index) {
+            return Err(InstallError::TooManyContexts {
+                max: self.cfg.max_contexts,
+            });
+        }
         Ok(fp)
     }
 
     /// Removes a group's context and frees its arena bytes and table
     /// entries. [ENG-010]
     pub fn remove(&mut self, group: GroupId) -> Result<(), InstallError> {
-        let index = self
+        let slot = self
             .contexts
-            .iter()
-            .position(|c| c.cfg.group == group)
+            .find(group)
             .ok_or(InstallError::UnknownGroup { group })?;
-        let ctx = self.contexts.remove(index);
-        let freed = match ctx.placed {
+        let ctx = self
+            .contexts
+            .remove(slot)
+            .ok_or(InstallError::UnknownGroup { group })?;
+        let freed = match ctx.shared.placed {
             Some(p) => usize::try_from(self.arena.unplace(p.offset, group)).unwrap_or(0),
             None => ctx.footprint().total(),
         };
         self.arena_used = self.arena_used.saturating_sub(freed);
-        let index = u16::try_from(index).unwrap_or(u16::MAX);
-        self.table.remove_context(index);
-        // Context indices after it shift: re-list every endpoint (an
-        // endpoint with nothing to send is simply skipped when polled).
-        self.work.clear();
-        for (ci, c) in self.contexts.iter_mut().enumerate() {
-            let ci = u16::try_from(ci).unwrap_or(u16::MAX);
-            for (ei, e) in c.eps.iter_mut().enumerate() {
-                e.listed = self.work.push(ci, u16::try_from(ei).unwrap_or(u16::MAX));
-            }
+        self.table.remove_context(slot);
+        // Its endpoints leave the work list; every other context keeps its
+        // slot, its entries and its place in the list.
+        self.work.remove_context(slot);
+        if self.touched == Some(slot) {
+            self.touched = None;
         }
         Ok(())
     }
@@ -358,13 +362,13 @@ impl IncEngine {
     /// timers.
     fn settle(&mut self) {
         if self.stale {
-            for c in &mut self.contexts {
+            for c in self.contexts.iter_mut() {
                 c.deadline = c.next_deadline();
             }
             self.stale = false;
             self.touched = None;
         } else if let Some(ci) = self.touched.take() {
-            if let Some(c) = self.contexts.get_mut(usize::from(ci)) {
+            if let Some(c) = self.contexts.get_mut(ci) {
                 c.deadline = c.next_deadline();
             }
         }
@@ -437,7 +441,7 @@ impl IncEngine {
     /// touch.
     fn context_io(&mut self, ci: u16, now: Instant) -> Option<(&mut Context, Io<'_>)> {
         self.touched = Some(ci);
-        let ctx = self.contexts.get_mut(usize::from(ci))?;
+        let ctx = self.contexts.get_mut(ci)?;
         let io = Io {
             cfg: &self.cfg,
             counters: &mut self.counters,
@@ -474,10 +478,10 @@ impl IncEngine {
             self.drop_frame(EngineDropReason::UnknownQp);
             return Err(Disposition::Consumed);
         };
-        let ctx = self.contexts.get(usize::from(entry.ctx));
+        let ctx = self.contexts.get(entry.ctx);
         self.frame_ctx = ctx.map(|c| c.id);
         let ep = ctx
-            .and_then(|c| c.eps.get(usize::from(entry.ep)))
+            .and_then(|c| c.endpoints().get(usize::from(entry.ep)))
             .map(|e| (e.cfg.port, e.cfg.remote_ip));
         // The source check, unless a test-only mutant skips it. [ENG-016]
         #[cfg(feature = "mutants")]
@@ -511,12 +515,8 @@ impl IncEngine {
             Err(d) => return Some(d),
         };
         let (ctx, mut io) = self.context_io(entry.ctx, now)?;
-        if ctx.term.is_some() {
-            return None;
-        }
-        io.counters.rx_acks += 1;
-        ctx.handle_ack(&mut io, entry.ep, a.psn, a.aeth);
-        Some(Disposition::Consumed)
+        ctx.fast_ack(&mut io, entry.ep, a.psn, a.aeth)
+            .then_some(Disposition::Consumed)
     }
 
     fn dispatch(&mut self, now: Instant, port: PortNo, f: &RoceFrame<'_>) -> Disposition {
@@ -527,63 +527,7 @@ impl IncEngine {
         let Some((ctx, mut io)) = self.context_io(entry.ctx, now) else {
             return Disposition::Consumed;
         };
-        let ep = entry.ep;
-        // [WIRE-121] judged on the PSN the header speaks of. [CTL-054]
-        if let Some(h) = f.epic {
-            let psn = match ctx.term {
-                // A Mode I edge terminates the connection: no translation.
-                Some(_) => f.bth.psn,
-                None => ctx.group_psn(ep, Flow::In, f.bth.psn),
-            };
-            if h.check_control_psn(psn).is_err() {
-                io.drop(EngineDropReason::BadControl);
-                return Disposition::Consumed;
-            }
-        }
-        // A shared block serves data only to the tenant holding it.
-        // [TMX-012]
-        if f.epic.is_none()
-            && matches!(
-                f.bth.opcode,
-                Opcode::RcSendFirst
-                    | Opcode::RcSendMiddle
-                    | Opcode::RcSendLast
-                    | Opcode::RcSendOnly
-            )
-            && !ctx.holds_block(&io)
-        {
-            io.drop(EngineDropReason::NotGranted);
-            return Disposition::Consumed;
-        }
-        if ctx.term.is_some() {
-            ctx.frame1(&mut io, ep, f);
-            return Disposition::Consumed;
-        }
-        match f.bth.opcode {
-            Opcode::RcAcknowledge => match f.ext.aeth {
-                Some(aeth) => {
-                    io.counters.rx_acks += 1;
-                    ctx.handle_ack(&mut io, ep, f.bth.psn, aeth);
-                }
-                None => io.drop(EngineDropReason::Malformed),
-            },
-            Opcode::RcSendOnlyWithImmediate if f.ext.immdt.map(|i| i.0) == Some(EPIC_IMM_TAG) => {
-                match f.epic {
-                    Some(h) => {
-                        io.counters.rx_control += 1;
-                        ctx.handle_control(&mut io, ep, f, &h);
-                    }
-                    None => io.drop(EngineDropReason::BadControl),
-                }
-            }
-            Opcode::RcSendFirst
-            | Opcode::RcSendMiddle
-            | Opcode::RcSendLast
-            | Opcode::RcSendOnly => {
-                ctx.handle_data(&mut io, ep, f);
-            }
-            _ => io.drop(EngineDropReason::UnsupportedOpcode),
-        }
+        ctx.receive(&mut io, entry.ep, f);
         Disposition::Consumed
     }
 
@@ -616,7 +560,7 @@ impl IncEngine {
         // up to the BTH can be read. [ENG-060]
         self.frame_ctx = dest_qpn(frame, self.cfg.ip)
             .and_then(|q| self.table.lookup(q))
-            .and_then(|e| self.contexts.get(usize::from(e.ctx)))
+            .and_then(|e| self.contexts.get(e.ctx))
             .map(|c| c.id);
         Disposition::Consumed
     }
@@ -657,17 +601,17 @@ impl IncEngine {
     /// One look at endpoint `ei` of context `ci` for `poll_transmit`.
     fn transmit_one(&mut self, ci: u16, ei: u16, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         let (ctx, mut io) = self.context_io(ci, now)?;
-        if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
+        if let Some(ep) = ctx.shared.eps.get_mut(usize::from(ei)) {
             ep.listed = false;
         }
         let len = ctx.transmit(&mut io, ei, buf)?;
-        let port = ctx.eps.get(usize::from(ei)).map_or(0, |e| e.cfg.port);
+        let port = ctx
+            .endpoints()
+            .get(usize::from(ei))
+            .map_or(0, |e| e.cfg.port);
         // Come back to this endpoint after the others.
-        let more = ctx.has_work(ei);
-        if more {
-            if let Some(ep) = ctx.eps.get_mut(usize::from(ei)) {
-                io.list(ei, &mut ep.listed);
-            }
+        if ctx.has_work(ei) {
+            ctx.shared.list(&mut io, ei);
         }
         io.counters.tx_frames += 1;
         Some(Transmit {
@@ -691,8 +635,10 @@ impl IncEngine {
 
     /// Fires every timer due at `now`. [M3-040]
     pub fn handle_timeout(&mut self, now: Instant) {
-        for ci in 0..self.contexts.len() {
-            let ci = u16::try_from(ci).unwrap_or(u16::MAX);
+        for i in 0..self.contexts.len() {
+            let Some(ci) = self.contexts.slots().get(i).copied() else {
+                break;
+            };
             if let Some((ctx, mut io)) = self.context_io(ci, now) {
                 ctx.handle_timeout(&mut io);
             }
@@ -794,3 +740,25 @@ fn dest_qpn(frame: &[u8], ip: Ipv4Addr) -> Option<Qpn> {
     }
     Some(BthPacket::new_checked(udp.payload()).ok()?.dest_qp())
 }
+
+/// [`IncEngine::contexts`]: the contexts, oldest install first.
+struct Contexts<I> {
+    inner: I,
+    left: usize,
+}
+
+impl<'a, I: Iterator<Item = &'a Context>> Iterator for Contexts<I> {
+    type Item = &'a Context;
+
+    fn next(&mut self) -> Option<&'a Context> {
+        let c = self.inner.next()?;
+        self.left = self.left.saturating_sub(1);
+        Some(c)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<'a, I: Iterator<Item = &'a Context>> ExactSizeIterator for Contexts<I> {}

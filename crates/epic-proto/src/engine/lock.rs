@@ -13,9 +13,9 @@
 //! through with the call. Both are ordinary Barriers otherwise: one PSN,
 //! so PSN alignment never depends on the outcome.
 
-use super::context::Context;
 use super::invocation::{Pattern, PipeId};
 use super::io::Io;
+use super::shared::Shared;
 use crate::wire::{EpicHeaderRepr, LockRequest};
 
 /// A control message on its way through the lock: the header it is
@@ -28,12 +28,7 @@ pub(crate) struct Locking {
     pub(crate) passed_before: bool,
 }
 
-impl Context {
-    /// Where the control plane placed this context's state.
-    pub fn placement(&self) -> Option<super::arena::Placement> {
-        self.placed
-    }
-
+impl Shared {
     /// Whether this context may be served now: not in a shared block, or
     /// its tenant holds the block. [TMX-012]
     pub(crate) fn holds_block(&self, io: &Io<'_>) -> bool {
@@ -47,8 +42,15 @@ impl Context {
     /// on a shared block takes the block for its tenant, or leaves marked
     /// denied when another tenant holds it. Only a control of an
     /// invocation whose echo has not passed here yet competes: a
-    /// retransmission of an old one takes nothing. [TMX-010] [TMX-011]
-    pub(crate) fn lock_control(&self, io: &mut Io<'_>, h: &EpicHeaderRepr) -> Locking {
+    /// retransmission of an old one takes nothing. `echo` is the mode's
+    /// [`echo_passed`](super::mode::ModeMachine::echo_passed) for `h`'s
+    /// invocation, before the control message. [TMX-010] [TMX-011]
+    pub(crate) fn lock_control(
+        &self,
+        io: &mut Io<'_>,
+        h: &EpicHeaderRepr,
+        echo: Option<(bool, bool)>,
+    ) -> Locking {
         let mut step = Locking {
             header: *h,
             took: false,
@@ -60,9 +62,7 @@ impl Context {
         let Some(p) = self.placed.filter(|p| p.shared) else {
             return step;
         };
-        step.passed_before = self
-            .echo_passed(h.invocation)
-            .is_some_and(|(passed, _)| passed);
+        step.passed_before = echo.is_some_and(|(passed, _)| passed);
         if step.passed_before || req != (LockRequest::Acquire { denied: false }) {
             return step;
         }
@@ -82,8 +82,10 @@ impl Context {
     /// child's control is in), a release, or an acquire denied anywhere,
     /// gives the block back, once: a duplicate of either that comes later
     /// (a retransmission) frees nothing, the block may be the next
-    /// call's already. [TMX-011] [TMX-013]
-    pub(crate) fn lock_settle(&self, io: &mut Io<'_>, step: &Locking) {
+    /// call's already. `echo` is the mode's
+    /// [`echo_passed`](super::mode::ModeMachine::echo_passed) after it.
+    /// [TMX-011] [TMX-013]
+    pub(crate) fn lock_settle(&self, io: &mut Io<'_>, step: &Locking, echo: Option<(bool, bool)>) {
         let h = &step.header;
         let Some(req) = h.flags.lock(h.collective) else {
             return;
@@ -91,7 +93,7 @@ impl Context {
         let Some(p) = self.placed.filter(|p| p.shared) else {
             return;
         };
-        let Some((passed, denied)) = self.echo_passed(h.invocation) else {
+        let Some((passed, denied)) = echo else {
             if step.took {
                 io.arena.release(p.offset, p.tenant);
             }
@@ -109,17 +111,9 @@ impl Context {
         }
     }
 
-    /// Whether the echo of invocation `seq` went down from this switch,
-    /// and whether its header is marked denied.
-    fn echo_passed(&self, seq: u32) -> Option<(bool, bool)> {
-        if let Some(t) = &self.term {
-            let inv = t
-                .invs
-                .iter()
-                .flatten()
-                .find(|i| i.header.invocation == seq)?;
-            return Some((inv.echo_down, inv.header.flags.denied));
-        }
+    /// Modes II and III: whether the echo of invocation `seq` went down
+    /// from this switch, and whether its header is marked denied.
+    pub(crate) fn echo_passed(&self, seq: u32) -> Option<(bool, bool)> {
         let inv = self
             .invs
             .newest_first()

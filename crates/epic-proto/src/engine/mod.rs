@@ -47,6 +47,8 @@ mod io;
 #[cfg(feature = "alloc")]
 mod lock;
 #[cfg(feature = "alloc")]
+mod mode;
+#[cfg(feature = "alloc")]
 mod mode1;
 #[cfg(feature = "alloc")]
 mod mode2;
@@ -56,6 +58,10 @@ mod mode3;
 pub mod modules;
 #[cfg(feature = "alloc")]
 mod pipe;
+#[cfg(feature = "alloc")]
+mod shared;
+#[cfg(feature = "alloc")]
+mod slab;
 #[cfg(feature = "alloc")]
 mod txq;
 

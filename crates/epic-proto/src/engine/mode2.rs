@@ -3,22 +3,29 @@
 //! translates headers, and routes the receivers' ACK/NAK back to the
 //! senders. [M2-001]
 
+use alloc::vec::Vec;
+use core::mem::size_of;
+
 use super::aggregate::Reduction;
-use super::config::Peer;
 #[cfg(feature = "mutants")]
 use super::config::Pitfall;
-use super::context::Context;
-use super::context::Flow;
+use super::config::{ContextConfig, Peer, INVOCATION_SLOTS};
+use super::context::{raw_children, ContextFootprint, Flow};
 use super::counters::EngineDropReason;
-use super::endpoint::Response;
-use super::invocation::{EpSet, Pattern, PipeId};
+use super::endpoint::{EndpointState, Response};
+use super::invocation::{EpSet, Invocation, Pattern, PipeId};
 use super::io::{queue_frame, Io};
+use super::mode::{ack_translated, receive_translated, ModeMachine, Translating};
 use super::modules::aggregate_data::aggregate_data;
 use super::modules::check_duplicate::check_duplicate;
+use super::modules::lookup_table::Entry;
 use super::modules::recycle_buffer::recycle_buffer;
 use super::modules::replicate_data::replicate_data;
 use super::modules::translate_header::Outgoing;
+use super::pipe::{Arrived, Pipe};
+use super::shared::Shared;
 use crate::psn::Psn;
+use crate::time::Instant;
 use crate::wire::{
     AethRepr, EpicHeaderRepr, ExtHeaders, ImmDtRepr, Opcode, RoceFrame, Syndrome, EPIC_HEADER_LEN,
     EPIC_IMM_TAG,
@@ -33,7 +40,143 @@ struct UpPacket<'a> {
     payload: &'a [u8],
 }
 
-impl Context {
+/// Mode II's state: the Up pipe and what each edge delivered into it.
+/// Its Down direction replicates without state. [M2-001]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Translated {
+    up: Pipe,
+    /// One per edge.
+    pub(crate) rx: Vec<EdgeRx>,
+}
+
+/// What Mode II keeps of one edge. [ENG-040]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct EdgeRx {
+    /// Arrival bits of the Up pipe.
+    arrived: Arrived,
+    /// The highest PSN received: a NAK toward a rank never names a PSN
+    /// beyond it. [M2-035]
+    pub(crate) max_rcvd: Psn,
+}
+
+impl Translated {
+    /// The arena bytes of one edge's record besides its arrival bits.
+    pub(crate) const EDGE_BYTES: usize = size_of::<EdgeRx>();
+
+    pub(crate) fn new(cfg: &ContextConfig, s: &Shared) -> Translated {
+        let n = cfg.slots;
+        let u = usize::from(cfg.max_payload);
+        let start = Psn::ZERO;
+        Translated {
+            up: Pipe::new(PipeId::Up, n, 2 * u, raw_children(cfg), u, start),
+            rx: (0..s.eps.len())
+                .map(|_| EdgeRx {
+                    arrived: Arrived::new(n),
+                    max_rcvd: start.sub(1),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl ModeMachine for Translated {
+    fn receive(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+        receive_translated(self, s, io, ep, f);
+    }
+
+    fn fast_ack(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: u16,
+        psn: Psn,
+        aeth: AethRepr,
+    ) -> bool {
+        io.counters.rx_acks += 1;
+        ack_translated(self, s, io, ep, psn, aeth);
+        true
+    }
+
+    fn request_psn(&self, s: &Shared, ep: u16, psn: Psn) -> Psn {
+        s.group_psn(ep, Flow::In, psn)
+    }
+
+    fn has_work(&self, s: &Shared, ep: u16) -> bool {
+        s.eps
+            .get(usize::from(ep))
+            .is_some_and(|e| e.response.is_some())
+    }
+
+    fn transmit(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: u16,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        s.transmit_response(io, ep, buf).flatten()
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        None
+    }
+
+    fn timeout(&mut self, _: &mut Shared, _: &mut Io<'_>) {}
+
+    fn set_start_psn(&mut self, start: Psn) {
+        self.up.psn_start = start;
+        for r in &mut self.rx {
+            r.max_rcvd = start.sub(1);
+        }
+    }
+
+    fn footprint(&self, s: &Shared) -> ContextFootprint {
+        let (payload, reproducible, degree, slot_meta) = self.up.footprint();
+        let eps = s.eps.len();
+        ContextFootprint {
+            payload,
+            staging: 0,
+            reproducible,
+            degree,
+            slot_meta,
+            arrived: self.rx.iter().map(|r| r.arrived.bytes()).sum(),
+            endpoints: eps * (size_of::<EndpointState>() + Self::EDGE_BYTES),
+            invocations: INVOCATION_SLOTS * size_of::<Invocation>(),
+            lookup: eps * size_of::<(u32, Entry)>(),
+        }
+    }
+
+    fn echo_passed(&self, s: &Shared, seq: u32) -> Option<(bool, bool)> {
+        s.echo_passed(seq)
+    }
+
+    fn pipe(&self, id: PipeId) -> Option<&Pipe> {
+        (id == PipeId::Up).then_some(&self.up)
+    }
+}
+
+impl Translating for Translated {
+    fn control(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: u16,
+        f: &RoceFrame<'_>,
+        h: &EpicHeaderRepr,
+    ) {
+        self.control_msg(s, io, ep, f, h);
+    }
+
+    fn data(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+        self.data_pkt(s, io, ep, f);
+    }
+
+    fn ack(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) {
+        self.ack_msg(s, io, ep, psn, aeth);
+    }
+}
+
+impl Translated {
     /// A control message in Mode II. Control messages are aggregated by
     /// the per-endpoint arrival record of their invocation, not in a pipe
     /// slot, so data recycling can never erase one: when every child's
@@ -41,29 +184,30 @@ impl Context {
     /// goes to every child); the echo from the parent is replicated to the
     /// children; a retransmitted control message from a child after the
     /// echo passed is answered with the echo directly. [CTL-015] [M2-040]
-    pub(crate) fn control2(
+    fn control_msg(
         &mut self,
+        s: &mut Shared,
         io: &mut Io<'_>,
         ep: u16,
         f: &RoceFrame<'_>,
         h: &EpicHeaderRepr,
     ) {
         let psn = f.bth.psn;
-        self.note_rcvd2(ep, psn);
-        let Some((inv, _)) = self.control_install(io, ep, psn, h) else {
+        self.note_rcvd(ep, psn);
+        let Some((inv, _)) = s.control_install(io, ep, psn, h) else {
             return;
         };
-        let children = self.shape.ins(Pattern::AllReduce, PipeId::Up);
-        let down = self.shape.outs(Pattern::AllReduce, PipeId::Down);
-        if Some(ep) == self.shape.parent {
+        let children = s.shape.ins(Pattern::AllReduce, PipeId::Up);
+        let down = s.shape.outs(Pattern::AllReduce, PipeId::Down);
+        if Some(ep) == s.shape.parent {
             // The echo. [M2-040]
-            if let Some(i) = self.invs.get_mut(inv) {
+            if let Some(i) = s.invs.get_mut(inv) {
                 i.echo_ready = true;
             }
-            self.send_control2(io, inv, down, None, f.bth.ack_req);
+            Self::send_control(s, io, inv, down, None, f.bth.ack_req);
             return;
         }
-        let Some(i) = self.invs.get_mut(inv) else {
+        let Some(i) = s.invs.get_mut(inv) else {
             return;
         };
         if i.echo_ready {
@@ -72,7 +216,7 @@ impl Context {
                 local: false,
             };
             io.drop(EngineDropReason::Duplicate);
-            self.send_control2(io, inv, only, None, f.bth.ack_req);
+            Self::send_control(s, io, inv, only, None, f.bth.ack_req);
             return;
         }
         if i.control_seen & children.mask != children.mask {
@@ -80,85 +224,37 @@ impl Context {
             return;
         }
         io.counters.aggregations += 1;
-        match self.shape.parent {
+        match s.shape.parent {
             Some(p) => {
                 let up = EpSet {
                     mask: if p < 64 { 1u64 << p } else { 0 },
                     local: false,
                 };
-                self.send_control2(io, inv, up, None, f.bth.ack_req);
+                Self::send_control(s, io, inv, up, None, f.bth.ack_req);
             }
             None => {
                 i.echo_ready = true;
-                self.send_control2(io, inv, down, None, f.bth.ack_req);
-            }
-        }
-    }
-
-    /// Installs or checks the invocation of a control message; returns its
-    /// table slot and whether it is new. Counts the drop otherwise. [CTL-010]…[CTL-014]
-    pub(crate) fn control_install(
-        &mut self,
-        io: &mut Io<'_>,
-        ep: u16,
-        psn: Psn,
-        h: &EpicHeaderRepr,
-    ) -> Option<(usize, bool)> {
-        if h.group_id != self.cfg.group {
-            io.drop(EngineDropReason::WrongGroup);
-            return None;
-        }
-        // Test-only mutant: a child's control message for an invocation
-        // it already delivered is dropped without an answer. [M2-040]
-        // [M3-070]
-        #[cfg(feature = "mutants")]
-        if io.cfg.pitfall == Some(Pitfall::IgnoreControlRetransmit)
-            && Some(ep) != self.shape.parent
-            && self
-                .invs
-                .find(psn)
-                .and_then(|s| self.invs.get(s))
-                .is_some_and(|i| i.control_psn == psn && i.control_from(ep))
-        {
-            io.drop(EngineDropReason::Duplicate);
-            return None;
-        }
-        // Packets larger than the context's slots cannot be served. [CTL-013]
-        if h.payload_bytes_per_packet > self.cfg.max_payload {
-            io.drop(EngineDropReason::UnsupportedInvocation);
-            return None;
-        }
-        match self
-            .invs
-            .control(h, psn, ep, &self.cfg.route, self.binding())
-        {
-            Ok(super::invocation::ControlOutcome::Installed(i)) => {
-                io.counters.invocations_installed += 1;
-                Some((i, true))
-            }
-            Ok(super::invocation::ControlOutcome::Known(i)) => Some((i, false)),
-            Err(reason) => {
-                io.drop(reason);
-                None
+                Self::send_control(s, io, inv, down, None, f.bth.ack_req);
             }
         }
     }
 
     /// Data in Mode II. [M2-010]…[M2-020]
-    pub(crate) fn data2(&mut self, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+    fn data_pkt(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
         let psn = f.bth.psn;
-        let Some(inv) = self.data_invocation(ep, psn) else {
+        let Some(inv) = s.data_invocation(ep, psn) else {
             io.drop(EngineDropReason::OutsideInvocation);
             return;
         };
-        let Some(i) = self.invs.get(inv) else { return };
+        let Some(i) = s.invs.get(inv) else { return };
         if i.payload_len(psn) != Some(f.payload.len()) {
             io.drop(EngineDropReason::BadLength);
             return;
         }
         let pattern = i.data_pattern;
-        match self.shape.inbound(pattern, ep) {
-            Some(PipeId::Up) => self.up2(
+        match s.shape.inbound(pattern, ep) {
+            Some(PipeId::Up) => self.up(
+                s,
                 io,
                 ep,
                 UpPacket {
@@ -171,7 +267,7 @@ impl Context {
             ),
             Some(PipeId::Down) => {
                 // Replicate downstream packets as they are. [M2-020]
-                let outs = self.shape.outs(pattern, PipeId::Down);
+                let outs = s.shape.outs(pattern, PipeId::Down);
                 let pkt = Outgoing {
                     opcode: f.bth.opcode,
                     psn,
@@ -180,7 +276,7 @@ impl Context {
                     ext: ExtHeaders::default(),
                 };
                 for out in replicate_data(outs, Some(ep)) {
-                    if let Some(e) = self.eps.get(usize::from(out)) {
+                    if let Some(e) = s.eps.get(usize::from(out)) {
                         queue_frame(io, &e.cfg, &pkt, f.payload);
                     }
                 }
@@ -189,17 +285,9 @@ impl Context {
         }
     }
 
-    /// The invocation whose data range holds `psn` and whose control
-    /// message endpoint `ep` delivered. [WIRE-122] [CTL-030]
-    pub(crate) fn data_invocation(&self, ep: u16, psn: Psn) -> Option<usize> {
-        let slot = self.invs.find(psn)?;
-        let inv = self.invs.get(slot)?;
-        (inv.contains_data(psn) && inv.control_from(ep)).then_some(slot)
-    }
-
     /// Records the highest PSN received from endpoint `ep`.
-    fn note_rcvd2(&mut self, ep: u16, psn: Psn) {
-        if let Some(e) = self.eps.get_mut(usize::from(ep)) {
+    fn note_rcvd(&mut self, ep: u16, psn: Psn) {
+        if let Some(e) = self.rx.get_mut(usize::from(ep)) {
             if psn.is_after(e.max_rcvd) {
                 e.max_rcvd = psn;
             }
@@ -209,17 +297,17 @@ impl Context {
     /// The Up pipe of Algorithm 1, lines 19–27: CheckDuplicate,
     /// AggregateData, then on a full degree the result goes out and the slot
     /// MW ahead is recycled. [M2-010]…[M2-013]
-    fn up2(&mut self, io: &mut Io<'_>, ep: u16, pkt: UpPacket<'_>) {
-        self.note_rcvd2(ep, pkt.psn);
-        let Some(inv) = self.invs.get(pkt.inv) else {
+    fn up(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, pkt: UpPacket<'_>) {
+        self.note_rcvd(ep, pkt.psn);
+        let Some(inv) = s.invs.get(pkt.inv) else {
             return;
         };
         let pattern = inv.pattern(pkt.psn);
         let reduction = inv.reduction;
-        let reproducible = inv.header.flags.reproducible && self.cfg.reproducible;
-        let fanin = self.shape.fanin(pattern, PipeId::Up);
-        let ordinal = self.shape.input_ordinal(pattern, PipeId::Up, ep);
-        let [pipe, _] = &mut self.pipes;
+        let reproducible = inv.header.flags.reproducible && s.cfg.reproducible;
+        let fanin = s.shape.fanin(pattern, PipeId::Up);
+        let ordinal = s.shape.input_ordinal(pattern, PipeId::Up, ep);
+        let Translated { up: pipe, rx } = self;
         let slot = pipe.slot_of(pkt.psn);
         // The slot must hold this PSN, or be free or stale. [M2-012]
         match pipe.meta(slot).tag {
@@ -228,13 +316,13 @@ impl Context {
                 io.drop(EngineDropReason::StaleData);
                 return;
             }
-            Some(_) => recycle_buffer(pipe, &mut self.eps, slot),
+            Some(_) => recycle_buffer(pipe, rx.iter_mut().map(|r| &mut r.arrived), slot),
             None => {}
         }
-        let Some(e) = self.eps.get_mut(usize::from(ep)) else {
+        let Some(e) = rx.get_mut(usize::from(ep)) else {
             return;
         };
-        let dup = check_duplicate(e.arrived_mut(PipeId::Up), slot);
+        let dup = check_duplicate(&mut e.arrived, slot);
         // Test-only mutant: every arrival is a first one. [ENG-040]
         #[cfg(feature = "mutants")]
         let dup = dup && io.cfg.pitfall != Some(Pitfall::NoDuplicateCheck);
@@ -277,19 +365,19 @@ impl Context {
             let slot2 = pipe.slot_of(ahead);
             let tag2 = pipe.meta(slot2).tag;
             if tag2.is_some_and(|t| t.is_before(ahead)) {
-                recycle_buffer(pipe, &mut self.eps, slot2);
+                recycle_buffer(pipe, rx.iter_mut().map(|r| &mut r.arrived), slot2);
             }
         } else if dup {
             io.drop(EngineDropReason::Duplicate);
         }
         // Forward the result. [M2-014]
-        let outs = self.shape.outs(pattern, PipeId::Up);
+        let outs = s.shape.outs(pattern, PipeId::Up);
         let outs = if outs.local {
-            self.shape.outs(pattern, PipeId::Down)
+            s.shape.outs(pattern, PipeId::Down)
         } else {
             outs
         };
-        let [pipe, _] = &self.pipes;
+        let pipe = &self.up;
         let meta = pipe.meta(slot);
         let len = usize::from(meta.len);
         let mut scratch = core::mem::take(io.scratch);
@@ -304,7 +392,7 @@ impl Context {
             };
             let payload = scratch.get(..len).unwrap_or(&[]);
             for out in replicate_data(outs, None) {
-                if let Some(e) = self.eps.get(usize::from(out)) {
+                if let Some(e) = s.eps.get(usize::from(out)) {
                     queue_frame(io, &e.cfg, &pkt, payload);
                 }
             }
@@ -314,23 +402,23 @@ impl Context {
 
     /// Sends the control message of invocation `inv` to `outs` (except the
     /// arrival edge). [CTL-015]
-    fn send_control2(
-        &mut self,
+    fn send_control(
+        s: &Shared,
         io: &mut Io<'_>,
         inv: usize,
         outs: EpSet,
         except: Option<u16>,
         ack_req: bool,
     ) {
-        let Some(i) = self.invs.get(inv) else { return };
+        let Some(i) = s.invs.get(inv) else { return };
         let mut hdr = [0u8; EPIC_HEADER_LEN];
         if i.header.emit(&mut hdr).is_err() {
             return;
         }
         let c = i.control_psn;
         for out in replicate_data(outs, except) {
-            let pkt = control_packet(self.wire_psn(out, Flow::Out, c), ack_req);
-            if let Some(e) = self.eps.get(usize::from(out)) {
+            let pkt = control_packet(s.wire_psn(out, Flow::Out, c), ack_req);
+            if let Some(e) = s.eps.get(usize::from(out)) {
                 queue_frame(io, &e.cfg, &pkt, &hdr);
             }
         }
@@ -341,24 +429,24 @@ impl Context {
     /// every sender; for Broadcast the receivers' ACKs are aggregated
     /// (ackPsn per endpoint, forwarded when their minimum advances) and
     /// NAKs forwarded to the root rank. [M2-030]…[M2-034]
-    pub(crate) fn ack2(&mut self, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) {
+    fn ack_msg(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) {
         let nak = !aeth.syndrome.is_ack();
         if matches!(aeth.syndrome, Syndrome::Nak(code) if code != crate::wire::NakCode::PsnSequenceError)
         {
             io.drop(EngineDropReason::FatalNak);
         }
-        let Some(slot) = self.invs.find(psn) else {
+        let Some(slot) = s.invs.find(psn) else {
             io.drop(EngineDropReason::AckOutsideInvocation);
             return;
         };
-        let Some(inv) = self.invs.get(slot) else {
+        let Some(inv) = s.invs.get(slot) else {
             return;
         };
         let through = if nak { psn.sub(1) } else { psn };
         let c = inv.control_psn;
         let pattern = inv.data_pattern;
         let from_rank = matches!(
-            self.eps.get(usize::from(ep)).map(|e| e.cfg.peer),
+            s.eps.get(usize::from(ep)).map(|e| e.cfg.peer),
             Some(Peer::Rank(_))
         );
         let resp = Response {
@@ -370,17 +458,17 @@ impl Context {
         // on AllReduce data) goes straight back to it. [M2-031]
         if from_rank {
             if pattern == Pattern::AllReduce || (nak && psn == c) {
-                self.respond(io, ep, resp);
+                s.respond(io, ep, resp);
             } else if !through.is_before(c) {
                 let bit = if ep < 64 { 1u64 << ep } else { 0 };
-                let Some(inv) = self.invs.get_mut(slot) else {
+                let Some(inv) = s.invs.get_mut(slot) else {
                     return;
                 };
                 inv.echo_acked |= bit;
                 // Data acknowledgements held for this rank go with it. [M2-034]
                 let receives_data_acks = match pattern {
                     Pattern::ToEndpoint(t) => t != ep,
-                    Pattern::FromEndpoint(s) => s == ep,
+                    Pattern::FromEndpoint(f) => f == ep,
                     Pattern::AllReduce => false,
                 };
                 let held = inv.held_ack.filter(|_| receives_data_acks);
@@ -388,7 +476,7 @@ impl Context {
                     Some(h) if h.is_after(c) => h,
                     _ => c,
                 };
-                self.respond(
+                s.respond(
                     io,
                     ep,
                     Response {
@@ -408,13 +496,13 @@ impl Context {
         match pattern {
             // Reduce: the root rank's responses go to every sender. [M2-032]
             Pattern::ToEndpoint(t) if t == ep => {
-                for out in (0..self.shape.eps).filter(|o| *o != ep) {
-                    self.deliver2(io, slot, out, resp);
+                for out in (0..s.shape.eps).filter(|o| *o != ep) {
+                    self.deliver(s, io, slot, out, resp);
                 }
             }
             // Broadcast: aggregate ACKs, forward NAKs. [M2-033]
-            Pattern::FromEndpoint(s) if s != ep => {
-                let Some(inv) = self.invs.get_mut(slot) else {
+            Pattern::FromEndpoint(src) if src != ep => {
+                let Some(inv) = s.invs.get_mut(slot) else {
                     return;
                 };
                 let mut repeated = false;
@@ -428,9 +516,9 @@ impl Context {
                 let node = inv
                     .ack_psn
                     .iter()
-                    .take(usize::from(self.shape.eps))
+                    .take(usize::from(s.shape.eps))
                     .enumerate()
-                    .filter(|(i, _)| *i != usize::from(s))
+                    .filter(|(i, _)| *i != usize::from(src))
                     .map(|(_, p)| *p)
                     .reduce(|a, b| if b.is_before(a) { b } else { a });
                 if let (Some(node), true) = (node, nak) {
@@ -443,7 +531,7 @@ impl Context {
                         psn: if from.is_before(psn) { from } else { psn },
                         msn: aeth.msn,
                     };
-                    self.deliver2(io, slot, s, fwd);
+                    self.deliver(s, io, slot, src, fwd);
                     return;
                 }
                 // Test-only mutant: every receiver's ACK goes on at once,
@@ -455,7 +543,7 @@ impl Context {
                         psn: through,
                         msn: aeth.msn,
                     };
-                    self.deliver2(io, slot, s, fwd);
+                    self.deliver(s, io, slot, src, fwd);
                     return;
                 }
                 if let Some(node) = node {
@@ -471,7 +559,7 @@ impl Context {
                             psn: node,
                             msn: aeth.msn,
                         };
-                        self.deliver2(io, slot, s, fwd);
+                        self.deliver(s, io, slot, src, fwd);
                     }
                 }
             }
@@ -488,9 +576,9 @@ impl Context {
     /// it would complete the rank's control message although the rank may
     /// never have seen the echo. The newest such acknowledgement is held
     /// and delivered with the rank's own echo ACK. [M2-034]
-    fn deliver2(&mut self, io: &mut Io<'_>, slot: usize, out: u16, r: Response) {
+    fn deliver(&self, s: &mut Shared, io: &mut Io<'_>, slot: usize, out: u16, r: Response) {
         let is_rank = matches!(
-            self.eps.get(usize::from(out)).map(|e| e.cfg.peer),
+            s.eps.get(usize::from(out)).map(|e| e.cfg.peer),
             Some(Peer::Rank(_))
         );
         let mut r = r;
@@ -498,7 +586,7 @@ impl Context {
             // A NAK for a PSN the rank has not sent would be dropped by its
             // requester as a ghost, losing the acknowledgement it carries:
             // send that acknowledgement instead. [M2-035]
-            if let Some(e) = self.eps.get(usize::from(out)) {
+            if let Some(e) = self.rx.get(usize::from(out)) {
                 if !r.syndrome.is_ack() && r.psn.is_after(e.max_rcvd) {
                     r = Response {
                         syndrome: Syndrome::ACK,
@@ -507,7 +595,7 @@ impl Context {
                     };
                 }
             }
-            let Some(inv) = self.invs.get_mut(slot) else {
+            let Some(inv) = s.invs.get_mut(slot) else {
                 return;
             };
             let acked = out < 64 && inv.echo_acked & (1u64 << out) != 0;
@@ -523,15 +611,7 @@ impl Context {
                 return;
             }
         }
-        self.respond(io, out, r);
-    }
-
-    /// Queues a response toward endpoint `ep`.
-    pub(crate) fn respond(&mut self, io: &mut Io<'_>, ep: u16, r: Response) {
-        if let Some(e) = self.eps.get_mut(usize::from(ep)) {
-            e.queue_response(r);
-            io.list(ep, &mut e.listed);
-        }
+        s.respond(io, out, r);
     }
 }
 
@@ -553,7 +633,7 @@ pub(crate) fn control_packet(psn: Psn, ack_req: bool) -> Outgoing {
 /// accumulator encoded back to the wire type, or the raw bytes for data
 /// that is not reduced. [ENG-031]
 pub(crate) fn result_payload(
-    pipe: &super::pipe::Pipe,
+    pipe: &Pipe,
     slot: usize,
     reduction: Option<Reduction>,
     len: usize,

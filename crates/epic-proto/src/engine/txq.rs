@@ -134,9 +134,23 @@ impl WorkList {
         v
     }
 
-    pub(crate) fn clear(&mut self) {
-        self.head = 0;
-        self.len = 0;
+    /// Drops the entries of context slot `ctx`, keeping the others in
+    /// order.
+    pub(crate) fn remove_context(&mut self, ctx: u16) {
+        let cap = self.ring.len();
+        let mut kept = 0;
+        for i in 0..self.len {
+            let Some(e) = self.ring.get((self.head + i) % cap).copied() else {
+                continue;
+            };
+            if e.0 != ctx {
+                if let Some(slot) = self.ring.get_mut((self.head + kept) % cap) {
+                    *slot = e;
+                }
+                kept += 1;
+            }
+        }
+        self.len = kept;
     }
 }
 
@@ -181,5 +195,13 @@ mod tests {
         let mut w = WorkList::new(2);
         assert!(w.push(0, 1) && w.push(0, 2) && !w.push(0, 3));
         assert_eq!(w.pop(), Some((0, 1)));
+        // [ENG-010] A removed context's entries go; the rest keep order.
+        let mut w = WorkList::new(4);
+        assert!(w.push(1, 0) && w.push(2, 0) && w.push(1, 1) && w.push(3, 5));
+        w.remove_context(1);
+        assert_eq!(
+            (w.len(), w.pop(), w.pop(), w.pop()),
+            (2, Some((2, 0)), Some((3, 5)), None)
+        );
     }
 }

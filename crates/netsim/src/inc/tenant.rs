@@ -116,10 +116,10 @@ impl LockTenant {
 
     /// The tenant of `group`, whose context `eng` holds.
     pub fn new(group: GroupId, eng: &IncEngine) -> Result<LockTenant, TenantError> {
-        let cfg = &eng
+        let cfg = eng
             .context(group)
             .ok_or(TenantError::NotInstalled(group))?
-            .cfg;
+            .config();
         let sw = eng.config();
         let qps = cfg
             .endpoints

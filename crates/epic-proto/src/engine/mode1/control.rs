@@ -3,13 +3,13 @@
 //! down from the root; every hop is its own RC connection, so PSNs play no
 //! part. [M1-020] [M1-021]
 
-use super::terminated::{wr, Inv1, WrKind};
+use super::terminated::{wr, Inv1, Terminated, WrKind};
 use crate::engine::aggregate::{ElemType, Op, Reduction};
 use crate::engine::config::INVOCATION_SLOTS;
-use crate::engine::context::Context;
 use crate::engine::counters::EngineDropReason;
 use crate::engine::invocation::{data_pattern, EpSet, Pattern, PipeId};
 use crate::engine::io::Io;
+use crate::engine::shared::Shared;
 use crate::roce::SendOp;
 use crate::wire::{EpicHeaderRepr, EPIC_HEADER_LEN, EPIC_IMM_TAG};
 
@@ -26,28 +26,38 @@ fn same_invocation(a: &EpicHeaderRepr, b: &EpicHeaderRepr) -> bool {
     a == *b
 }
 
-impl Context {
+impl Terminated {
     /// A control message (or, from the parent, its echo) delivered by edge
     /// `ep`'s endpoint. [M1-020]
-    pub(crate) fn control1(&mut self, io: &mut Io<'_>, ep: u16, h: &EpicHeaderRepr) {
+    pub(crate) fn control(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, h: &EpicHeaderRepr) {
         io.counters.rx_control += 1;
-        let step = self.lock_control(io, h);
-        self.control1_locked(io, ep, &step.header);
-        self.lock_settle(io, &step);
+        let step = s.lock_control(io, h, self.echo_passed_of(h.invocation));
+        self.control_locked(s, io, ep, &step.header);
+        s.lock_settle(io, &step, self.echo_passed_of(step.header.invocation));
     }
 
-    fn control1_locked(&mut self, io: &mut Io<'_>, ep: u16, h: &EpicHeaderRepr) {
-        let Some(slot) = self.install1(io, h) else {
+    /// Whether the echo of invocation `seq` went down from this switch,
+    /// and whether its header is marked denied. [TMX-011]
+    pub(crate) fn echo_passed_of(&self, seq: u32) -> Option<(bool, bool)> {
+        let inv = self
+            .invs
+            .iter()
+            .flatten()
+            .find(|i| i.header.invocation == seq)?;
+        Some((inv.echo_down, inv.header.flags.denied))
+    }
+
+    fn control_locked(&mut self, s: &Shared, io: &mut Io<'_>, ep: u16, h: &EpicHeaderRepr) {
+        let Some(slot) = self.install(s, io, h) else {
             return;
         };
-        let parent = self.shape.parent;
-        let children = self.shape.ins(Pattern::AllReduce, PipeId::Up);
-        let down = self.shape.outs(Pattern::AllReduce, PipeId::Down);
-        let Some(t) = self.term.as_mut() else { return };
-        if let Some(e) = t.edges.get_mut(usize::from(ep)) {
+        let parent = s.shape.parent;
+        let children = s.shape.ins(Pattern::AllReduce, PipeId::Up);
+        let down = s.shape.outs(Pattern::AllReduce, PipeId::Down);
+        if let Some(e) = self.edges.get_mut(usize::from(ep)) {
             e.current = Some((h.invocation, 0));
         }
-        let Some(inv) = t.invs.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(inv) = self.invs.get_mut(slot).and_then(Option::as_mut) else {
             return;
         };
         if Some(ep) == parent {
@@ -57,7 +67,7 @@ impl Context {
                 // on the way up. [TMX-011]
                 let mut echo = *h;
                 echo.flags.denied |= inv.header.flags.denied;
-                self.post_header1(io, down, &echo);
+                self.post_header(io, down, &echo);
             }
             return;
         }
@@ -68,25 +78,19 @@ impl Context {
         }
         io.counters.aggregations += 1;
         inv.control_ready = true;
-        self.forward_controls1(io);
+        self.forward_controls(s, io);
     }
 
     /// Sends on the controls whose children all reported, oldest first,
     /// each only once every older invocation is done here: a child may
     /// start the next invocation as soon as this switch has acknowledged
     /// its data, before the data went on. [M1-022]
-    pub(crate) fn forward_controls1(&mut self, io: &mut Io<'_>) -> bool {
-        let parent = self.shape.parent;
-        let down = self.shape.outs(Pattern::AllReduce, PipeId::Down);
+    pub(crate) fn forward_controls(&mut self, s: &Shared, io: &mut Io<'_>) -> bool {
+        let parent = s.shape.parent;
+        let down = s.shape.outs(Pattern::AllReduce, PipeId::Down);
         let mut moved = false;
-        let Some(order) = self.term.as_ref().map(|t| t.slots_oldest_first()) else {
-            return false;
-        };
-        for slot in order.into_iter().flatten() {
-            let Some(t) = self.term.as_mut() else {
-                return moved;
-            };
-            let Some(inv) = t.invs.get_mut(slot).and_then(Option::as_mut) else {
+        for slot in self.slots_oldest_first().into_iter().flatten() {
+            let Some(inv) = self.invs.get_mut(slot).and_then(Option::as_mut) else {
                 continue;
             };
             if inv.control_ready && !inv.control_up {
@@ -98,19 +102,18 @@ impl Context {
                             mask: if p < 64 { 1u64 << p } else { 0 },
                             local: false,
                         };
-                        self.post_header1(io, up, &h);
+                        self.post_header(io, up, &h);
                     }
                     None => {
                         inv.echo_down = true;
-                        self.post_header1(io, down, &h);
+                        self.post_header(io, down, &h);
                     }
                 }
                 moved = true;
             }
             let done = self
-                .term
-                .as_ref()
-                .and_then(|t| t.invs.get(slot))
+                .invs
+                .get(slot)
                 .and_then(Option::as_ref)
                 .is_none_or(|i| i.done());
             if !done {
@@ -122,16 +125,16 @@ impl Context {
 
     /// Finds or installs the invocation of header `h`; counts the drop
     /// otherwise. [CTL-010]…[CTL-013]
-    fn install1(&mut self, io: &mut Io<'_>, h: &EpicHeaderRepr) -> Option<usize> {
-        if h.group_id != self.cfg.group {
+    fn install(&mut self, s: &Shared, io: &mut Io<'_>, h: &EpicHeaderRepr) -> Option<usize> {
+        if h.group_id != s.cfg.group {
             io.drop(EngineDropReason::WrongGroup);
             return None;
         }
-        if h.payload_bytes_per_packet > self.cfg.max_payload || h.flags.quantized {
+        if h.payload_bytes_per_packet > s.cfg.max_payload || h.flags.quantized {
             io.drop(EngineDropReason::UnsupportedInvocation);
             return None;
         }
-        let pattern = match data_pattern(h, &self.cfg.route) {
+        let pattern = match data_pattern(h, &s.cfg.route) {
             Ok(p) => p,
             Err(r) => {
                 io.drop(r);
@@ -140,14 +143,13 @@ impl Context {
         };
         // A context bound to one pattern runs it and Barrier only, in
         // every mode. [CTL-050]
-        if self
-            .binding()
+        if s.binding()
             .is_some_and(|b| !b.admits(h.collective, h.root_rank))
         {
             io.drop(EngineDropReason::UnsupportedInvocation);
             return None;
         }
-        let t = self.term.as_mut()?;
+        let t = self;
         if let Some(i) = t.invs.iter().position(|s| {
             s.as_ref()
                 .is_some_and(|i| i.header.invocation == h.invocation)
@@ -190,8 +192,8 @@ impl Context {
         } else {
             u32::try_from(bytes.div_ceil(msg_bytes)).unwrap_or(u32::MAX)
         };
-        let up_stage = self.shape.ins(pattern, PipeId::Up).mask != 0;
-        let down_stage = self.shape.ins(pattern, PipeId::Down).mask != 0;
+        let up_stage = s.shape.ins(pattern, PipeId::Up).mask != 0;
+        let down_stage = s.shape.ins(pattern, PipeId::Down).mask != 0;
         let slot = t.newest.map_or(0, |n| (n + 1) % INVOCATION_SLOTS);
         if let Some(s) = t.invs.get_mut(slot) {
             *s = Some(Inv1 {
@@ -217,10 +219,9 @@ impl Context {
 
     /// Posts header `h` as a control message (SEND with the EPIC immediate)
     /// on every edge of `outs`. [M1-020]
-    fn post_header1(&mut self, io: &mut Io<'_>, outs: EpSet, h: &EpicHeaderRepr) {
-        let Some(t) = self.term.as_mut() else { return };
+    fn post_header(&mut self, io: &mut Io<'_>, outs: EpSet, h: &EpicHeaderRepr) {
         for o in outs.iter() {
-            let Some(e) = t.edges.get_mut(usize::from(o)) else {
+            let Some(e) = self.edges.get_mut(usize::from(o)) else {
                 continue;
             };
             let Some((ix, mut buf)) = e

@@ -4,6 +4,7 @@
 //! [M1-001]
 
 mod control;
+mod machine;
 mod msg_buf;
 mod stages;
 mod terminated;

@@ -7,10 +7,10 @@
 //! complete: the hop-by-hop flow control of Figure 4. [M1-030]…[M1-034]
 
 use super::terminated::{wr, wr_parts, Held, Terminated, WrKind};
-use crate::engine::context::Context;
 use crate::engine::counters::EngineDropReason;
 use crate::engine::invocation::{EpSet, Pattern, PipeId, Shape};
 use crate::engine::io::Io;
+use crate::engine::shared::Shared;
 use crate::roce::{Completion, Counters, DropReason, SendOp, WcStatus};
 use crate::wire::{EpicHeaderPacket, EpicHeaderRepr, EPIC_IMM_TAG};
 
@@ -20,15 +20,17 @@ enum Event {
     None,
 }
 
-impl Context {
+impl Terminated {
     /// A frame for edge `ep`: its RC endpoint takes it, then the context
     /// acts on whatever completed. [M1-040]
-    pub(crate) fn frame1(&mut self, io: &mut Io<'_>, ep: u16, f: &crate::wire::RoceFrame<'_>) {
-        let Some(e) = self
-            .term
-            .as_mut()
-            .and_then(|t| t.edges.get_mut(usize::from(ep)))
-        else {
+    pub(crate) fn frame(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: u16,
+        f: &crate::wire::RoceFrame<'_>,
+    ) {
+        let Some(e) = self.edges.get_mut(usize::from(ep)) else {
             return;
         };
         let before = frames_not_acted_on(e.qp.counters());
@@ -39,43 +41,37 @@ impl Context {
         if f.bth.opcode == crate::wire::Opcode::RcAcknowledge {
             io.counters.rx_acks += 1;
         }
-        self.pump1(io);
+        self.pump(s, io);
     }
 
     /// Runs Mode I until nothing moves: completions, then both stages.
-    pub(crate) fn pump1(&mut self, io: &mut Io<'_>) {
+    pub(crate) fn pump(&mut self, s: &mut Shared, io: &mut Io<'_>) {
         loop {
-            let mut moved = self.completions1(io);
-            moved |= self.stages1(io);
-            moved |= self.forward_controls1(io);
+            let mut moved = self.completions(s, io);
+            moved |= self.stages(s, io);
+            moved |= self.forward_controls(s, io);
             if !moved {
                 break;
             }
         }
-        for ep in 0..self.shape.eps {
-            self.list(io, ep);
+        for ep in 0..s.shape.eps {
+            s.list(io, ep);
         }
     }
 
     /// Drains every endpoint's completions.
-    fn completions1(&mut self, io: &mut Io<'_>) -> bool {
+    fn completions(&mut self, s: &mut Shared, io: &mut Io<'_>) -> bool {
         let mut moved = false;
-        let shape = self.shape;
-        for ep in 0..self.shape.eps {
-            loop {
-                let Some(t) = self.term.as_mut() else {
-                    return moved;
-                };
-                let Some(c) = t
-                    .edges
-                    .get_mut(usize::from(ep))
-                    .and_then(|e| e.qp.poll_completion())
-                else {
-                    break;
-                };
+        let shape = s.shape;
+        for ep in 0..shape.eps {
+            while let Some(c) = self
+                .edges
+                .get_mut(usize::from(ep))
+                .and_then(|e| e.qp.poll_completion())
+            {
                 moved = true;
-                match completion1(t, io, shape, ep, c) {
-                    Event::Control(from, h) => self.control1(io, from, &h),
+                match completion(self, io, shape, ep, c) {
+                    Event::Control(from, h) => self.control(s, io, from, &h),
                     Event::None => {}
                 }
             }
@@ -84,17 +80,14 @@ impl Context {
     }
 
     /// Advances the stages of every live invocation, oldest first.
-    fn stages1(&mut self, io: &mut Io<'_>) -> bool {
-        let shape = self.shape;
-        let Some(t) = self.term.as_mut() else {
-            return false;
-        };
+    fn stages(&mut self, s: &Shared, io: &mut Io<'_>) -> bool {
+        let shape = s.shape;
         let mut moved = false;
-        for slot in t.slots_oldest_first().into_iter().flatten() {
-            while up1(t, io, shape, slot) {
+        for slot in self.slots_oldest_first().into_iter().flatten() {
+            while up_stage(self, io, shape, slot) {
                 moved = true;
             }
-            while down1(t, io, shape, slot) {
+            while down_stage(self, io, shape, slot) {
                 moved = true;
             }
         }
@@ -110,7 +103,7 @@ fn frames_not_acted_on(c: &Counters) -> u64 {
 }
 
 /// Handles one completion of edge `ep`.
-fn completion1(
+fn completion(
     t: &mut Terminated,
     io: &mut Io<'_>,
     shape: Shape,
@@ -266,7 +259,7 @@ fn all_hold(t: &Terminated, ins: EpSet, seq: u32, k: u32) -> bool {
 
 /// Up stage: aggregates the next message of the invocation in ring slot
 /// `slot` and sends the result on. [M1-030] [M1-031]
-fn up1(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) -> bool {
+fn up_stage(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) -> bool {
     let Some(inv) = t.invs.get(slot).and_then(Option::as_ref) else {
         return false;
     };
@@ -375,7 +368,7 @@ fn up1(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) -> bool {
 
 /// Down stage: replicates the next message from the invocation's input
 /// edge to its outputs, sharing the buffer. [M1-033]
-fn down1(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) -> bool {
+fn down_stage(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) -> bool {
     let Some(inv) = t.invs.get(slot).and_then(Option::as_ref) else {
         return false;
     };

@@ -241,7 +241,7 @@ impl Terminated {
 
     /// Writes edge `ep`'s next frame; an error (`buf` too short) leaves
     /// it with the endpoint.
-    pub(crate) fn transmit(
+    pub(crate) fn transmit_edge(
         &mut self,
         io: &mut crate::engine::io::Io<'_>,
         ep: u16,

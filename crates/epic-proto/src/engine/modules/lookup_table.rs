@@ -8,7 +8,7 @@ use crate::wire::Qpn;
 /// Where a packet belongs: context index and endpoint index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Entry {
-    /// Context index in the engine.
+    /// The context's slot in the engine, unchanged while it lives.
     pub ctx: u16,
     /// Endpoint index in the context.
     pub ep: u16,
@@ -65,15 +65,10 @@ impl LookupTable {
         }
     }
 
-    /// Removes every entry of context `ctx` and renumbers the contexts
-    /// after it (contexts are kept dense).
+    /// Removes every entry of the context in slot `ctx`; the other
+    /// contexts keep their slots. [ENG-010]
     pub fn remove_context(&mut self, ctx: u16) {
         self.entries.retain(|e| e.1.ctx != ctx);
-        for e in &mut self.entries {
-            if e.1.ctx > ctx {
-                e.1.ctx -= 1;
-            }
-        }
     }
 
     /// The entry for a destination QP.
@@ -108,7 +103,7 @@ mod tests {
         assert_eq!(t.lookup(q(21)), None);
         t.remove_context(0);
         assert_eq!(t.lookup(q(30)), None);
-        assert_eq!(t.lookup(q(10)), Some(Entry { ctx: 0, ep: 0 }));
+        assert_eq!(t.lookup(q(10)), Some(Entry { ctx: 1, ep: 0 }));
         assert_eq!(t.free(), 1);
     }
 }

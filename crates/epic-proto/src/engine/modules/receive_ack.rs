@@ -1,7 +1,7 @@
 //! ReceiveAck (Mode III): an outgoing endpoint learns what its peer has.
 //! [M3-030]
 
-use crate::engine::endpoint::EndpointState;
+use crate::engine::mode3::Hop;
 use crate::psn::Psn;
 use crate::time::{Duration, Instant};
 
@@ -10,12 +10,7 @@ use crate::time::{Duration, Instant};
 /// PSNs that were sent; the retransmission timer restarts while sent PSNs
 /// remain unacknowledged and stops otherwise. Returns whether `lastAcked`
 /// advanced. [M3-030]
-pub(crate) fn receive_ack(
-    ep: &mut EndpointState,
-    through: Psn,
-    now: Instant,
-    timeout: Duration,
-) -> bool {
+pub(crate) fn receive_ack(ep: &mut Hop, through: Psn, now: Instant, timeout: Duration) -> bool {
     if !through.is_after(ep.last_acked) || through.is_after(ep.max_sent) {
         return false;
     }
@@ -34,27 +29,11 @@ pub(crate) fn receive_ack(
 pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::engine::config::{EndpointConfig, Peer};
-    use crate::wire::{EthernetAddress, Qpn};
-    use core::net::Ipv4Addr;
 
-    pub(crate) fn ep() -> EndpointState {
-        EndpointState::new(
-            EndpointConfig {
-                port: 0,
-                local_qpn: Qpn::try_new(1).unwrap(),
-                remote_qpn: Qpn::try_new(2).unwrap(),
-                remote_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
-                remote_ip: Ipv4Addr::new(10, 0, 0, 1),
-                peer: Peer::Switch,
-            },
-            16,
-            16,
-            Psn::from_truncated(10),
-        )
+    pub(crate) fn ep() -> Hop {
+        Hop::new(16, 16, Psn::from_truncated(10))
     }
 
-    /// [M3-030] lastAcked advances over sent PSNs only; the timer follows.
     #[test]
     fn last_acked_moves_forward_over_sent_psns() {
         let mut e = ep();

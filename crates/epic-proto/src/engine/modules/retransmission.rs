@@ -1,7 +1,7 @@
 //! Retransmission (Mode III): go back to the first unacknowledged PSN on a
 //! NAK or when the timer fires. [M3-040]
 
-use crate::engine::endpoint::EndpointState;
+use crate::engine::mode3::Hop;
 use crate::psn::Psn;
 use crate::time::{Duration, Instant};
 
@@ -12,12 +12,7 @@ use crate::time::{Duration, Instant};
 /// A stale request (for a PSN already acknowledged, or past anything sent)
 /// changes nothing: in particular it leaves a running timer alone, since
 /// a late NAK must not cancel the recovery of a later loss. [M3-040]
-pub(crate) fn retransmission(
-    ep: &mut EndpointState,
-    from: Psn,
-    now: Instant,
-    timeout: Duration,
-) -> bool {
+pub(crate) fn retransmission(ep: &mut Hop, from: Psn, now: Instant, timeout: Duration) -> bool {
     if from.is_after(ep.max_sent) || from.is_before(ep.last_acked.next()) {
         return false;
     }

@@ -1,7 +1,8 @@
 //! SendAck (Mode III): the per-hop acknowledgement of a data packet, with
 //! the NAK rate limit of H.4. [M3-021] [M3-022]
 
-use crate::engine::endpoint::{EndpointState, Response};
+use crate::engine::endpoint::Response;
+use crate::engine::mode3::Hop;
 use crate::wire::{NakCode, Syndrome};
 
 /// How a data packet compared with the endpoint's expected PSN before it
@@ -22,7 +23,7 @@ pub(crate) enum Arrival {
 /// duplicates; for a gap, NAK `epsn` unless a NAK was already sent since
 /// the last in-order packet (the `nak_sent` flag), in which case nothing.
 /// [M3-021] [M3-022]
-pub(crate) fn send_ack(ep: &mut EndpointState, arrival: Arrival) -> Option<Response> {
+pub(crate) fn send_ack(ep: &mut Hop, arrival: Arrival) -> Option<Response> {
     match arrival {
         Arrival::InOrder | Arrival::Duplicate => {
             if arrival == Arrival::InOrder {

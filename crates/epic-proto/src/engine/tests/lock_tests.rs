@@ -199,7 +199,6 @@ fn relocation_keeps_lookup_entries_state_and_lock() {
     let before: Vec<_> = m
         .eng
         .contexts()
-        .iter()
         .map(|c| (c.group(), c.newest_invocation().cloned()))
         .collect();
     assert_eq!(
@@ -211,12 +210,11 @@ fn relocation_keeps_lookup_entries_state_and_lock() {
     let to = (128 + len).div_ceil(64) * 64;
     m.eng.relocate(128, to).unwrap();
     assert_eq!(m.eng.arena().used(), len);
-    let at = m.eng.contexts()[0].placement().unwrap().offset;
+    let at = m.eng.contexts().next().unwrap().placement().unwrap().offset;
     assert_eq!(m.eng.arena().holder(at), Some(GroupId(GROUP)));
     let after: Vec<_> = m
         .eng
         .contexts()
-        .iter()
         .map(|c| (c.group(), c.newest_invocation().cloned()))
         .collect();
     assert_eq!(before, after);

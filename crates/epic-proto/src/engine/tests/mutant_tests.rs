@@ -248,7 +248,7 @@ fn beyond_the_range(pitfall: Option<Pitfall>) -> (Results, u64) {
             .context(crate::wire::GroupId(GROUP))
             .unwrap()
             .psn_start(PipeId::Up),
-        psn(1)
+        Some(psn(1))
     );
     for p in 2..=5 {
         rig.data(0, psn(p), &block(0, p));

@@ -16,7 +16,7 @@ use crate::wire::{Collective, Qpn};
 fn frames_in_and_out_name_their_context() {
     for mode in [Mode::Translated, Mode::Augmented, Mode::Terminated] {
         let mut rig = Rig::new(star(2, mode, 4), None);
-        let id = rig.eng.contexts()[0].id();
+        let id = rig.eng.contexts().next().unwrap().id();
         let h = header(0, Collective::AllReduce, 0, psn(0), 1);
         let f = rig.control_frame(0, psn(0), &h);
         let out = rig.eng.handle_frame(rig.now, 0, &f);
@@ -46,7 +46,7 @@ fn frames_in_and_out_name_their_context() {
 #[test]
 fn drops_report_their_reason_and_class() {
     let mut rig = Rig::new(star(2, Mode::Translated, 4), None);
-    let id = rig.eng.contexts()[0].id();
+    let id = rig.eng.contexts().next().unwrap().id();
     let h = header(0, Collective::AllReduce, 0, psn(0), 1);
     rig.control(0, psn(0), &h);
     rig.control(1, psn(0), &h);

@@ -1,23 +1,23 @@
-//! Mode III, connection augmented (Algorithms 2–3, §4.4): per-hop ACK/NAK
-//! and retransmission out of pipes whose valid range is
-//! [psnStart, psnStart + N), psnStart = min(lastAcked) + 1 over the pipe's
-//! outputs. [M3-001]
+//! Mode III's packet path (Algorithms 2–3, §4.4): requests enter the
+//! pipes, ACKs move the pipes' ranges, and data leaves and is resent out
+//! of the pipes. [M3-001]
 
-use super::config::{Peer, Pitfall, INVOCATION_SLOTS};
-use super::context::Context;
-use super::context::Flow;
-use super::counters::EngineDropReason;
-use super::endpoint::Response;
-use super::invocation::{Pattern, PipeId};
-use super::io::{emitted, Io};
-use super::mode2::{control_packet, result_payload};
-use super::modules::aggregate_data::aggregate_data;
-use super::modules::check_duplicate::check_duplicate;
-use super::modules::receive_ack::receive_ack;
-use super::modules::recycle_buffer::recycle_buffer;
-use super::modules::retransmission::retransmission;
-use super::modules::send_ack::{send_ack, Arrival};
-use super::modules::translate_header::{translate_header, Outgoing};
+use super::state::Augmented;
+use crate::engine::config::{Peer, Pitfall, INVOCATION_SLOTS};
+use crate::engine::context::Flow;
+use crate::engine::counters::EngineDropReason;
+use crate::engine::endpoint::Response;
+use crate::engine::invocation::{Pattern, PipeId};
+use crate::engine::io::{emitted, Io};
+use crate::engine::mode2::{control_packet, result_payload};
+use crate::engine::modules::aggregate_data::aggregate_data;
+use crate::engine::modules::check_duplicate::check_duplicate;
+use crate::engine::modules::receive_ack::receive_ack;
+use crate::engine::modules::recycle_buffer::recycle_buffer;
+use crate::engine::modules::retransmission::retransmission;
+use crate::engine::modules::send_ack::{send_ack, Arrival};
+use crate::engine::modules::translate_header::{translate_header, Outgoing};
+use crate::engine::shared::Shared;
 use crate::psn::Psn;
 use crate::roce::rnr_delay;
 use crate::wire::{
@@ -35,32 +35,34 @@ struct Entering<'a> {
     control: bool,
 }
 
-impl Context {
+impl Augmented {
     /// A control message in Mode III: installed or checked, then taken
     /// into the Up pipe (from a child) or the Down pipe (the echo from the
     /// parent) like a data packet without payload. [CTL-010] [M3-070]
-    pub(crate) fn control3(
+    pub(crate) fn control_msg(
         &mut self,
+        s: &mut Shared,
         io: &mut Io<'_>,
         ep: u16,
         f: &RoceFrame<'_>,
         h: &EpicHeaderRepr,
     ) {
         let psn = f.bth.psn;
-        let Some(pipe) = self.shape.inbound(Pattern::AllReduce, ep) else {
+        let Some(pipe) = s.shape.inbound(Pattern::AllReduce, ep) else {
             io.drop(EngineDropReason::WrongDirection);
             return;
         };
-        if self.behind3(io, ep, pipe, psn) {
+        if self.behind(s, io, ep, pipe, psn) {
             return;
         }
-        let Some((inv, installed)) = self.control_install(io, ep, psn, h) else {
+        let Some((inv, installed)) = s.control_install(io, ep, psn, h) else {
             return;
         };
         if installed {
-            self.settle3(io);
+            self.settle(s, io);
         }
-        self.enter3(
+        self.enter(
+            s,
             io,
             ep,
             Entering {
@@ -76,27 +78,28 @@ impl Context {
     }
 
     /// Data in Mode III. [M3-020]
-    pub(crate) fn data3(&mut self, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+    pub(crate) fn data_pkt(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
         let psn = f.bth.psn;
-        let Some(inv) = self.data_invocation(ep, psn) else {
+        let Some(inv) = s.data_invocation(ep, psn) else {
             // Most likely this sender's control message was lost: a gap.
             io.drop(EngineDropReason::OutsideInvocation);
-            self.gap3(io, ep, psn);
+            self.gap(s, io, ep, psn);
             return;
         };
-        let Some(i) = self.invs.get(inv) else { return };
+        let Some(i) = s.invs.get(inv) else { return };
         if i.payload_len(psn) != Some(f.payload.len()) {
             io.drop(EngineDropReason::BadLength);
             return;
         }
-        let Some(pipe) = self.shape.inbound(i.data_pattern, ep) else {
+        let Some(pipe) = s.shape.inbound(i.data_pattern, ep) else {
             io.drop(EngineDropReason::WrongDirection);
             return;
         };
-        if self.behind3(io, ep, pipe, psn) {
+        if self.behind(s, io, ep, pipe, psn) {
             return;
         }
-        self.enter3(
+        self.enter(
+            s,
             io,
             ep,
             Entering {
@@ -113,15 +116,14 @@ impl Context {
 
     /// A packet behind the pipe's range was aggregated and acknowledged
     /// upstream long ago: re-acknowledge it only. [M3-025]
-    fn behind3(&mut self, io: &mut Io<'_>, ep: u16, pipe: PipeId, psn: Psn) -> bool {
+    fn behind(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, pipe: PipeId, psn: Psn) -> bool {
         if !psn.is_before(self.pipe(pipe).psn_start) {
             return false;
         }
         io.drop(EngineDropReason::BehindWindow);
-        if let Some(e) = self.eps.get_mut(usize::from(ep)) {
-            if let Some(r) = send_ack(e, Arrival::Duplicate) {
-                e.queue_response(r);
-                io.list(ep, &mut e.listed);
+        if let Some(h) = self.hops.get_mut(usize::from(ep)) {
+            if let Some(r) = send_ack(h, Arrival::Duplicate) {
+                s.respond(io, ep, r);
             }
         }
         true
@@ -129,29 +131,28 @@ impl Context {
 
     /// A packet that cannot be taken: NAK the gap (once), or re-ACK a
     /// duplicate.
-    fn gap3(&mut self, io: &mut Io<'_>, ep: u16, psn: Psn) {
-        let Some(e) = self.eps.get_mut(usize::from(ep)) else {
+    fn gap(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, psn: Psn) {
+        let Some(h) = self.hops.get_mut(usize::from(ep)) else {
             return;
         };
-        let arrival = if psn.is_before(e.epsn) {
+        let arrival = if psn.is_before(h.epsn) {
             Arrival::Duplicate
-        } else if psn == e.epsn {
+        } else if psn == h.epsn {
             // The expected PSN itself could not be taken: ask for it again.
-            e.nak_sent = false;
+            h.nak_sent = false;
             Arrival::Gap
         } else {
             Arrival::Gap
         };
-        if let Some(r) = send_ack(e, arrival) {
-            e.queue_response(r);
-            io.list(ep, &mut e.listed);
+        if let Some(r) = send_ack(h, arrival) {
+            s.respond(io, ep, r);
         }
     }
 
     /// The readiness check, CheckDuplicate, SendAck and AggregateData of
     /// Algorithm 2, lines 30–44. [M3-020]…[M3-024]
-    fn enter3(&mut self, io: &mut Io<'_>, ep: u16, pkt: Entering<'_>) {
-        let Some(inv) = self.invs.get(pkt.inv) else {
+    fn enter(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, pkt: Entering<'_>) {
+        let Some(inv) = s.invs.get(pkt.inv) else {
             return;
         };
         let pattern = inv.pattern(pkt.psn);
@@ -160,15 +161,18 @@ impl Context {
         } else {
             inv.reduction
         };
-        let reproducible = inv.header.flags.reproducible && self.cfg.reproducible;
-        let fanin = self.shape.fanin(pattern, pkt.pipe);
-        let ordinal = self.shape.input_ordinal(pattern, pkt.pipe, ep);
-        let [up, down] = &mut self.pipes;
+        let reproducible = inv.header.flags.reproducible && s.cfg.reproducible;
+        let fanin = s.shape.fanin(pattern, pkt.pipe);
+        let ordinal = s.shape.input_ordinal(pattern, pkt.pipe, ep);
+        let Augmented { up, down, hops } = self;
         let pipe = match pkt.pipe {
             PipeId::Up => up,
             PipeId::Down => down,
         };
-        let Some(e) = self.eps.get_mut(usize::from(ep)) else {
+        let (Some(h), Some(e)) = (
+            hops.get_mut(usize::from(ep)),
+            s.eps.get_mut(usize::from(ep)),
+        ) else {
             return;
         };
         let pitfall = io.cfg.pitfall == Some(Pitfall::Mode3WithMode2Recycle);
@@ -180,18 +184,18 @@ impl Context {
         // Readiness: only [psnStart, psnStart + N) is writable. [M3-020]
         if !unchecked && pkt.psn.distance_from(pipe.psn_start) >= pipe.n {
             io.drop(EngineDropReason::OutOfWindow);
-            e.window_drop = true;
-            if pkt.psn.is_after(e.epsn) || pkt.psn == e.epsn {
-                if pkt.psn == e.epsn {
-                    e.nak_sent = false;
+            h.window_drop = true;
+            if pkt.psn.is_after(h.epsn) || pkt.psn == h.epsn {
+                if pkt.psn == h.epsn {
+                    h.nak_sent = false;
                 }
-                if let Some(r) = send_ack(e, Arrival::Gap) {
+                if let Some(r) = send_ack(h, Arrival::Gap) {
                     e.queue_response(r);
                 }
             }
             // Rate synchronization: slow the rank down. [M3-060]
             if io.cfg.send_cnp && matches!(e.cfg.peer, Peer::Rank(_)) {
-                e.cnp = true;
+                h.cnp = true;
             }
             io.list(ep, &mut e.listed);
             return;
@@ -201,19 +205,19 @@ impl Context {
             io.drop(EngineDropReason::StaleData);
             return;
         }
-        let dup = check_duplicate(e.arrived_mut(pkt.pipe), slot);
+        let dup = check_duplicate(h.arrived_mut(pkt.pipe), slot);
         // Test-only mutant: every arrival is a first one. [ENG-040]
         #[cfg(feature = "mutants")]
         let dup = dup && io.cfg.pitfall != Some(Pitfall::NoDuplicateCheck);
         if let Some(m) = pipe.meta_mut(slot) {
             m.tag = Some(pkt.psn);
         }
-        if pkt.psn.is_after(e.max_rcvd) {
-            e.max_rcvd = pkt.psn;
+        if pkt.psn.is_after(h.max_rcvd) {
+            h.max_rcvd = pkt.psn;
         }
-        let arrival = if pkt.psn == e.epsn {
+        let arrival = if pkt.psn == h.epsn {
             Arrival::InOrder
-        } else if pkt.psn.is_before(e.epsn) {
+        } else if pkt.psn.is_before(h.epsn) {
             Arrival::Duplicate
         } else {
             Arrival::Gap
@@ -244,12 +248,19 @@ impl Context {
             if pitfall {
                 // The Mode II rule, wrong here (Figure 6). [M3-032]
                 let ahead = pipe.slot_of(pkt.psn.add(pipe.n / 2));
-                recycle_buffer(pipe, &mut self.eps, ahead);
+                recycle_buffer(
+                    pipe,
+                    hops.iter_mut().map(|h| h.arrived_mut(pkt.pipe)),
+                    ahead,
+                );
             }
         }
-        self.advance_epsn3(ep);
-        if let Some(e) = self.eps.get_mut(usize::from(ep)) {
-            if let Some(r) = send_ack(e, arrival) {
+        self.advance_epsn(s, ep);
+        if let (Some(h), Some(e)) = (
+            self.hops.get_mut(usize::from(ep)),
+            s.eps.get_mut(usize::from(ep)),
+        ) {
+            if let Some(r) = send_ack(h, arrival) {
                 e.queue_response(r);
             }
             io.list(ep, &mut e.listed);
@@ -262,42 +273,42 @@ impl Context {
             return;
         }
         io.counters.aggregations += 1;
-        let outs = self.shape.outs(pattern, pkt.pipe);
+        let outs = s.shape.outs(pattern, pkt.pipe);
         if outs.local {
-            self.handoff3(io, pkt.psn);
+            self.handoff(s, io, pkt.psn);
         }
         for o in outs.iter() {
-            self.list(io, o);
+            s.list(io, o);
         }
     }
 
     /// Moves `epsn` over every PSN that arrived, and over ranges in which
     /// this endpoint sends nothing (reverse-flow ePSN sync). [M3-021]
     /// [CTL-041]
-    fn advance_epsn3(&mut self, ep: u16) {
-        let n = self.cfg.slots as usize;
+    fn advance_epsn(&mut self, s: &Shared, ep: u16) {
+        let n = s.cfg.slots as usize;
         for _ in 0..n + INVOCATION_SLOTS {
-            let Some(e) = self.eps.get(usize::from(ep)) else {
+            let Some(h) = self.hops.get(usize::from(ep)) else {
                 return;
             };
-            let q = e.epsn;
-            let Some(inv) = self.invs.find(q).and_then(|s| self.invs.get(s)) else {
+            let q = h.epsn;
+            let Some(inv) = s.invs.find(q).and_then(|i| s.invs.get(i)) else {
                 return;
             };
-            let next = match self.shape.inbound(inv.pattern(q), ep) {
+            let next = match s.shape.inbound(inv.pattern(q), ep) {
                 None => inv.end,
                 Some(p) => {
                     let pipe = self.pipe(p);
                     let slot = pipe.slot_of(q);
-                    if pipe.meta(slot).tag == Some(q) && e.arrived(p).get(slot) {
+                    if pipe.meta(slot).tag == Some(q) && h.arrived(p).get(slot) {
                         q.next()
                     } else {
                         return;
                     }
                 }
             };
-            if let Some(e) = self.eps.get_mut(usize::from(ep)) {
-                e.epsn = next;
+            if let Some(h) = self.hops.get_mut(usize::from(ep)) {
+                h.epsn = next;
             }
         }
     }
@@ -305,8 +316,8 @@ impl Context {
     /// The root turns a finished aggregation into a local DOWN_DATA packet
     /// of the broadcast pipe, if that pipe's range admits it; it never
     /// copies into a slot an ongoing broadcast still needs. [M3-050]
-    fn handoff3(&mut self, io: &mut Io<'_>, psn: Psn) -> bool {
-        let Some(inv) = self.invs.find(psn).and_then(|s| self.invs.get(s)) else {
+    fn handoff(&mut self, s: &mut Shared, io: &mut Io<'_>, psn: Psn) -> bool {
+        let Some(inv) = s.invs.find(psn).and_then(|i| s.invs.get(i)) else {
             return false;
         };
         let control = psn == inv.control_psn;
@@ -314,10 +325,10 @@ impl Context {
         let pattern = inv.pattern(psn);
         // Only results whose Up output is local (AllReduce, controls) turn
         // around here; a Reduce toward a rank leaves through its endpoint.
-        if !self.shape.outs(pattern, PipeId::Up).local {
+        if !s.shape.outs(pattern, PipeId::Up).local {
             return false;
         }
-        let [up, down] = &mut self.pipes;
+        let Augmented { up, down, .. } = self;
         let us = up.slot_of(psn);
         if !up.holds_complete(psn) || up.meta(us).handed_off {
             return false;
@@ -348,17 +359,17 @@ impl Context {
         if let Some(m) = up.meta_mut(us) {
             m.handed_off = true;
         }
-        for o in self.shape.outs(pattern, PipeId::Down).iter() {
-            self.list(io, o);
+        for o in s.shape.outs(pattern, PipeId::Down).iter() {
+            s.list(io, o);
         }
-        self.advance_pipe3(io, PipeId::Up);
+        self.advance_pipe(s, io, PipeId::Up);
         true
     }
 
     /// Moves a pipe's psnStart to min(lastAcked) + 1 over its outputs,
     /// skipping ranges the pipe does not carry, and recycles what it
     /// passes (Algorithm 2, lines 24–28). [M3-010] [M3-032]
-    pub(crate) fn advance_pipe3(&mut self, io: &mut Io<'_>, id: PipeId) {
+    pub(crate) fn advance_pipe(&mut self, s: &mut Shared, io: &mut Io<'_>, id: PipeId) {
         let mut advanced = false;
         // Skips over ranges the pipe does not carry: live invocations can
         // cover the whole PSN space (two of 2^23 PSNs), so a pipe that
@@ -367,30 +378,28 @@ impl Context {
         let mut skips = 0;
         loop {
             let q = self.pipe(id).psn_start;
-            let Some(inv) = self.invs.find(q).and_then(|s| self.invs.get(s)) else {
+            let Some(inv) = s.invs.find(q).and_then(|i| s.invs.get(i)) else {
                 break;
             };
             let pattern = inv.pattern(q);
             let end = inv.end;
             let data = q != inv.control_psn;
-            if self.shape.fanin(pattern, id) == 0 {
+            if s.shape.fanin(pattern, id) == 0 {
                 skips += 1;
                 if skips > INVOCATION_SLOTS {
                     break;
                 }
-                let [up, down] = &mut self.pipes;
-                let pipe = if id == PipeId::Up { up } else { down };
-                pipe.psn_start = end;
+                self.pipe_mut(id).psn_start = end;
                 advanced = true;
                 continue;
             }
-            let outs = self.shape.outs(pattern, id);
+            let outs = s.shape.outs(pattern, id);
             let acked = outs.iter().all(|o| {
-                self.eps
+                self.hops
                     .get(usize::from(o))
-                    .is_some_and(|e| !e.last_acked.is_before(q))
+                    .is_some_and(|h| !h.last_acked.is_before(q))
             });
-            let [up, down] = &mut self.pipes;
+            let Augmented { up, down, hops } = self;
             let pipe = if id == PipeId::Up { up } else { down };
             let slot = pipe.slot_of(q);
             let local_ok =
@@ -405,8 +414,8 @@ impl Context {
             // `regress-ack-far-ahead`: an ACK ~2^23 PSNs ahead.)
             let through = if data && !outs.local {
                 outs.iter()
-                    .filter_map(|o| self.eps.get(usize::from(o)))
-                    .map(|e| e.last_acked.distance_from(q))
+                    .filter_map(|o| hops.get(usize::from(o)))
+                    .map(|h| h.last_acked.distance_from(q))
                     .min()
                     .unwrap_or(0)
                     .saturating_add(1)
@@ -418,7 +427,7 @@ impl Context {
             if io.cfg.pitfall != Some(Pitfall::Mode3WithMode2Recycle) {
                 for k in 0..through.min(pipe.n) {
                     let slot = pipe.slot_of(q.add(k));
-                    recycle_buffer(pipe, &mut self.eps, slot);
+                    recycle_buffer(pipe, hops.iter_mut().map(|h| h.arrived_mut(id)), slot);
                 }
             }
             pipe.psn_start = q.add(through);
@@ -428,37 +437,37 @@ impl Context {
             return;
         }
         // Senders turned away at the window's edge are invited back. [M3-024]
-        for (i, e) in self.eps.iter_mut().enumerate() {
-            if e.window_drop {
-                e.window_drop = false;
-                e.nak_sent = true;
-                e.queue_response(Response {
+        for (i, h) in self.hops.iter_mut().enumerate() {
+            if h.window_drop {
+                h.window_drop = false;
+                h.nak_sent = true;
+                let r = Response {
                     syndrome: Syndrome::Nak(NakCode::PsnSequenceError),
-                    psn: e.epsn,
+                    psn: h.epsn,
                     msn: 0,
-                });
-                io.list(u16::try_from(i).unwrap_or(u16::MAX), &mut e.listed);
+                };
+                s.respond(io, u16::try_from(i).unwrap_or(u16::MAX), r);
             }
         }
-        if id == PipeId::Down && self.shape.parent.is_none() {
+        if id == PipeId::Down && s.shape.parent.is_none() {
             // The root's finished aggregations may now enter the broadcast
             // pipe. [M3-050]
             let start = self.pipe(PipeId::Up).psn_start;
-            for k in 0..self.cfg.slots {
+            for k in 0..s.cfg.slots {
                 let q = start.add(k);
                 if !self.pipe(PipeId::Up).holds_complete(q) {
                     break;
                 }
                 let slot = self.pipe(PipeId::Up).slot_of(q);
-                let local = self
+                let local = s
                     .invs
                     .find(q)
-                    .and_then(|s| self.invs.get(s))
-                    .is_some_and(|i| self.shape.outs(i.pattern(q), PipeId::Up).local);
+                    .and_then(|i| s.invs.get(i))
+                    .is_some_and(|i| s.shape.outs(i.pattern(q), PipeId::Up).local);
                 if !local || self.pipe(PipeId::Up).meta(slot).handed_off {
                     continue;
                 }
-                if !self.handoff3(io, q) {
+                if !self.handoff(s, io, q) {
                     break;
                 }
             }
@@ -467,28 +476,28 @@ impl Context {
 
     /// After an invocation is installed, cursors waiting at its start may
     /// skip what they do not carry.
-    fn settle3(&mut self, io: &mut Io<'_>) {
-        self.advance_pipe3(io, PipeId::Up);
-        self.advance_pipe3(io, PipeId::Down);
-        for ep in 0..self.shape.eps {
-            self.advance_epsn3(ep);
-            self.list(io, ep);
+    fn settle(&mut self, s: &mut Shared, io: &mut Io<'_>) {
+        self.advance_pipe(s, io, PipeId::Up);
+        self.advance_pipe(s, io, PipeId::Down);
+        for ep in 0..s.shape.eps {
+            self.advance_epsn(s, ep);
+            s.list(io, ep);
         }
     }
 
     /// The next PSN endpoint `ep` can send, the pipe holding it and its
     /// invocation slot; skips ranges the endpoint does not carry. [M3-031]
-    pub(crate) fn ready3(&self, ep: u16) -> Option<(Psn, PipeId, usize)> {
-        let e = self.eps.get(usize::from(ep))?;
-        if e.rnr_until.is_some() {
+    pub(crate) fn ready(&self, s: &Shared, ep: u16) -> Option<(Psn, PipeId, usize)> {
+        let h = self.hops.get(usize::from(ep))?;
+        if h.rnr_until.is_some() {
             return None;
         }
-        let start = e.next_send;
+        let start = h.next_send;
         let mut q = start;
         for _ in 0..=INVOCATION_SLOTS {
-            let slot = self.invs.find(q)?;
-            let inv = self.invs.get(slot)?;
-            match self.shape.outbound(inv.pattern(q), ep) {
+            let slot = s.invs.find(q)?;
+            let inv = s.invs.get(slot)?;
+            match s.shape.outbound(inv.pattern(q), ep) {
                 None => {
                     // A skip goes forward, less than half the circle from
                     // where the endpoint stands: the invocations a context
@@ -509,9 +518,15 @@ impl Context {
     }
 
     /// Sends endpoint `ep`'s next data packet into `buf`. [M3-031]
-    pub(crate) fn transmit3(&mut self, io: &mut Io<'_>, ep: u16, buf: &mut [u8]) -> Option<usize> {
-        let (q, pid, slot_i) = self.ready3(ep)?;
-        let inv = self.invs.get(slot_i)?;
+    pub(crate) fn transmit_data(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: u16,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        let (q, pid, slot_i) = self.ready(s, ep)?;
+        let inv = s.invs.get(slot_i)?;
         let control = q == inv.control_psn;
         let reduction = if control || pid == PipeId::Down {
             None
@@ -521,14 +536,14 @@ impl Context {
         let pipe = self.pipe(pid);
         let slot = pipe.slot_of(q);
         let meta = pipe.meta(slot);
-        let e = self.eps.get(usize::from(ep))?;
+        let e = s.eps.get(usize::from(ep))?;
         *io.ident = io.ident.wrapping_add(1);
         let ident = *io.ident;
         let src = io.source();
         let len = if control {
             let mut hdr = [0u8; EPIC_HEADER_LEN];
             inv.header.emit(&mut hdr).ok()?;
-            let wire = self.wire_psn(ep, Flow::Out, q);
+            let wire = s.wire_psn(ep, Flow::Out, q);
             let r = translate_header(src, ident, &e.cfg, &control_packet(wire, true), &hdr, buf);
             emitted(io, r)?
         } else {
@@ -560,25 +575,32 @@ impl Context {
             }
         };
         let timeout = io.cfg.retransmit_timeout;
-        let e = self.eps.get_mut(usize::from(ep))?;
-        if !q.is_after(e.max_sent) {
+        let h = self.hops.get_mut(usize::from(ep))?;
+        if !q.is_after(h.max_sent) {
             io.counters.tx_retransmits += 1;
         } else {
-            e.max_sent = q;
+            h.max_sent = q;
         }
-        e.next_send = q.next();
-        if e.deadline.is_none() {
-            e.deadline = Some(io.now.saturating_add(timeout));
+        h.next_send = q.next();
+        if h.deadline.is_none() {
+            h.deadline = Some(io.now.saturating_add(timeout));
         }
         Some(len)
     }
 
     /// ACK/NAK in Mode III: ReceiveAck, psnStart, and go-back-N on a NAK.
     /// [M3-030]…[M3-041]
-    pub(crate) fn ack3(&mut self, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) {
+    pub(crate) fn ack_msg(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: u16,
+        psn: Psn,
+        aeth: AethRepr,
+    ) {
         let timeout = io.cfg.retransmit_timeout;
         let now = io.now;
-        let Some(e) = self.eps.get_mut(usize::from(ep)) else {
+        let Some(e) = self.hops.get_mut(usize::from(ep)) else {
             return;
         };
         let (through, resend) = match aeth.syndrome {
@@ -611,22 +633,22 @@ impl Context {
         } else if !advanced {
             io.drop(EngineDropReason::AckIgnored);
         }
-        io.list(ep, &mut e.listed);
+        s.list(io, ep);
         if advanced {
-            self.advance_pipe3(io, PipeId::Up);
-            self.advance_pipe3(io, PipeId::Down);
+            self.advance_pipe(s, io, PipeId::Up);
+            self.advance_pipe(s, io, PipeId::Down);
         }
     }
 
     /// Retransmission timers and RNR waits that are due. [M3-040]
-    pub(crate) fn timeout3(&mut self, io: &mut Io<'_>) {
+    pub(crate) fn timeouts(&mut self, s: &mut Shared, io: &mut Io<'_>) {
         let now = io.now;
         let timeout = io.cfg.retransmit_timeout;
-        for (i, e) in self.eps.iter_mut().enumerate() {
+        for (i, e) in self.hops.iter_mut().enumerate() {
             let i = u16::try_from(i).unwrap_or(u16::MAX);
             if e.rnr_until.is_some_and(|t| t <= now) {
                 e.rnr_until = None;
-                io.list(i, &mut e.listed);
+                s.list(io, i);
             }
             if e.deadline.is_some_and(|t| t <= now) {
                 io.counters.timeouts += 1;
@@ -635,7 +657,7 @@ impl Context {
                     // Nothing unacknowledged: the timer stops.
                     e.deadline = None;
                 }
-                io.list(i, &mut e.listed);
+                s.list(io, i);
             }
         }
     }

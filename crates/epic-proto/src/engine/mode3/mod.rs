@@ -1,0 +1,11 @@
+//! Mode III, connection augmented (Algorithms 2–3, §4.4): per-hop ACK/NAK
+//! and retransmission out of pipes whose valid range is
+//! [psnStart, psnStart + N), psnStart = min(lastAcked) + 1 over the pipe's
+//! outputs. [M3-001]
+
+mod hop;
+mod pipes;
+mod state;
+
+pub(crate) use hop::Hop;
+pub(crate) use state::Augmented;
