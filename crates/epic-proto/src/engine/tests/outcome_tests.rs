@@ -5,9 +5,10 @@
 
 use alloc::vec;
 
-use super::test_rig::{block, header, psn, star, Rig};
+use super::test_rig::{block, header, psn, star, Rig, GROUP};
 use crate::engine::*;
-use crate::wire::{Collective, Qpn};
+use crate::wire::{Collective, GroupId, Qpn};
+use alloc::vec::Vec;
 
 /// [ENG-061] A control message for the context is attributed to it and
 /// drops nothing (at most it is absorbed, a benign count, while the other
@@ -105,4 +106,54 @@ fn only_duplicates_and_absorbed_frames_are_benign() {
             "{r:?}"
         );
     }
+}
+
+/// [ENG-010] [ENG-061] Removing a context renumbers nothing: a context
+/// installed after it keeps its id, its lookup entries and the response it
+/// had queued; a context installed again in the freed slot gets a new id
+/// and its own frames.
+#[test]
+fn removing_a_context_renumbers_nothing() {
+    let mut rig = Rig::new(star(2, Mode::Augmented, 4), None);
+    let first = rig.eng.context(GroupId(GROUP)).unwrap().id();
+    let mut cfg8 = star(2, Mode::Augmented, 4);
+    cfg8.group = GroupId(8);
+    for e in &mut cfg8.endpoints {
+        e.local_qpn = Qpn::try_new(e.local_qpn.value() + 0x100).unwrap();
+    }
+    rig.eng.install(cfg8.clone()).unwrap();
+    let id8 = rig.eng.context(GroupId(8)).unwrap().id();
+    // Frames for the second context, built by a rig of its own.
+    let frames8 = Rig::new(cfg8, None);
+    let mut h8 = header(0, Collective::AllReduce, 0, psn(0), 1);
+    h8.group_id = GroupId(8);
+    let out = rig
+        .eng
+        .handle_frame(rig.now, 0, &frames8.control_frame(0, psn(0), &h8));
+    assert_eq!(out.context, Some(id8));
+
+    rig.eng.remove(GroupId(GROUP)).unwrap();
+    // The ACK of that control message is still queued, for its context.
+    let mut buf = vec![0u8; 4500];
+    let t = rig.eng.poll_transmit(rig.now, &mut buf).unwrap();
+    assert_eq!((t.port, t.context), (0, Some(id8)));
+    let out = rig
+        .eng
+        .handle_frame(rig.now, 1, &frames8.control_frame(1, psn(0), &h8));
+    assert_eq!(
+        out.context,
+        Some(id8),
+        "its lookup entries still lead to it"
+    );
+
+    rig.eng.install(rig.cfg.clone()).unwrap();
+    let again = rig.eng.context(GroupId(GROUP)).unwrap().id();
+    assert!(again != first && again != id8, "a new id: {again:?}");
+    let h = header(0, Collective::AllReduce, 0, psn(0), 1);
+    let out = rig
+        .eng
+        .handle_frame(rig.now, 0, &rig.control_frame(0, psn(0), &h));
+    assert_eq!(out.context, Some(again));
+    let ids: Vec<_> = rig.eng.contexts().map(Context::id).collect();
+    assert_eq!(ids, [id8, again], "contexts come oldest install first");
 }
