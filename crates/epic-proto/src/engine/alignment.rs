@@ -16,6 +16,7 @@
 
 use super::context::Flow;
 use super::endpoint::Response;
+use super::id::EdgeId;
 use super::shared::Shared;
 use crate::psn::Psn;
 use crate::wire::Syndrome;
@@ -23,18 +24,18 @@ use crate::wire::Syndrome;
 impl Shared {
     /// Whether direction `flow` of edge `ep` carries only control messages.
     #[inline]
-    pub(crate) fn control_only(&self, ep: u16, flow: Flow) -> bool {
+    pub(crate) fn control_only(&self, ep: EdgeId, flow: Flow) -> bool {
         let mask = match flow {
             Flow::In => self.control_only[0],
             Flow::Out => self.control_only[1],
         };
-        ep < 64 && mask & (1u64 << ep) != 0
+        mask & ep.bit() != 0
     }
 
     /// The group PSN of wire PSN `q` on direction `flow` of edge `ep`.
     /// [CTL-052]
     #[inline]
-    pub(crate) fn group_psn(&self, ep: u16, flow: Flow, q: Psn) -> Psn {
+    pub(crate) fn group_psn(&self, ep: EdgeId, flow: Flow, q: Psn) -> Psn {
         if !self.control_only(ep, flow) {
             return q;
         }
@@ -44,7 +45,7 @@ impl Shared {
     /// The wire PSN of a request at group PSN `g` on direction `flow` of
     /// edge `ep`. [CTL-052]
     #[inline]
-    pub(crate) fn wire_psn(&self, ep: u16, flow: Flow, g: Psn) -> Psn {
+    pub(crate) fn wire_psn(&self, ep: EdgeId, flow: Flow, g: Psn) -> Psn {
         if !self.control_only(ep, flow) {
             return g;
         }
@@ -55,7 +56,7 @@ impl Shared {
     /// us. A NAK for a group PSN inside a data range the direction does not
     /// carry asks for nothing the peer sent: it becomes the ACK it implies.
     /// [CTL-053]
-    pub(crate) fn wire_response(&self, ep: u16, r: Response) -> Response {
+    pub(crate) fn wire_response(&self, ep: EdgeId, r: Response) -> Response {
         if !self.control_only(ep, Flow::In) {
             return r;
         }
@@ -163,7 +164,7 @@ mod tests {
             t.control(
                 &h,
                 c,
-                0,
+                EdgeId(0),
                 &[0, 1],
                 Some(PatternBinding::Broadcast { root: 0 }),
             )

@@ -9,6 +9,7 @@ use super::config::{ContextConfig, EngineConfig, Mode, INVOCATION_SLOTS};
 use super::counters::EngineDropReason;
 use super::endpoint::EndpointState;
 use super::id::ContextId;
+use super::id::EdgeId;
 use super::invocation::{Invocation, PipeId};
 use super::io::Io;
 use super::mode::ModeState;
@@ -220,7 +221,7 @@ impl Context {
     /// A frame from edge `ep`, verified and routed here: the control
     /// message's PSN check and the shared block's grant, then the mode.
     /// [WIRE-121] [CTL-054] [TMX-012]
-    pub(crate) fn receive(&mut self, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+    pub(crate) fn receive(&mut self, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>) {
         let m = self.mode.machine_mut();
         if let Some(h) = f.epic {
             if h.check_control_psn(m.request_psn(&self.shared, ep, f.bth.psn))
@@ -250,19 +251,30 @@ impl Context {
 
     /// An ACK from the engine's fast path; `false` when the mode takes
     /// acknowledgements only as whole frames. [ENG-061]
-    pub(crate) fn fast_ack(&mut self, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) -> bool {
+    pub(crate) fn fast_ack(
+        &mut self,
+        io: &mut Io<'_>,
+        ep: EdgeId,
+        psn: Psn,
+        aeth: AethRepr,
+    ) -> bool {
         self.mode
             .machine_mut()
             .fast_ack(&mut self.shared, io, ep, psn, aeth)
     }
 
     /// Whether endpoint `ep` has something to send now.
-    pub(crate) fn has_work(&self, ep: u16) -> bool {
+    pub(crate) fn has_work(&self, ep: EdgeId) -> bool {
         self.mode.machine().has_work(&self.shared, ep)
     }
 
     /// Sends one frame of endpoint `ep` into `buf`.
-    pub(crate) fn transmit(&mut self, io: &mut Io<'_>, ep: u16, buf: &mut [u8]) -> Option<usize> {
+    pub(crate) fn transmit(
+        &mut self,
+        io: &mut Io<'_>,
+        ep: EdgeId,
+        buf: &mut [u8],
+    ) -> Option<usize> {
         self.mode
             .machine_mut()
             .transmit(&mut self.shared, io, ep, buf)

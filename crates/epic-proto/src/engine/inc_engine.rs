@@ -17,6 +17,7 @@ use super::context::{Context, ContextFootprint};
 use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
 use super::error::{InstallError, InvalidContext};
 use super::id::ContextId;
+use super::id::{ContextSlot, EdgeId};
 use super::io::Io;
 use super::modules::lookup_table::{Entry, LookupTable};
 use super::slab::ContextSlab;
@@ -121,7 +122,7 @@ pub struct IncEngine {
     frame_ctx: Option<ContextId>,
     /// The context whose state the current call changed, whose cached
     /// deadline [`IncEngine::settle`] refreshes.
-    touched: Option<u16>,
+    touched: Option<ContextSlot>,
     /// A context was lent out by `context_mut`: every cached deadline is
     /// refreshed at the next call.
     stale: bool,
@@ -293,13 +294,21 @@ impl IncEngine {
         let mut ctx = Context::new(&self.cfg, cfg)
             .map_err(|_| InstallError::Invalid(InvalidContext::Mode1RcConfig))?;
         let fp = ctx.footprint();
-        let index =
-            u16::try_from(self.contexts.vacant()).map_err(|_| InstallError::TooManyContexts {
+        let index = self
+            .contexts
+            .vacant()
+            .ok_or(InstallError::TooManyContexts {
                 max: self.cfg.max_contexts,
             })?;
         for (i, e) in ctx.config().endpoints.iter().enumerate() {
             let ep = u16::try_from(i).unwrap_or(u16::MAX);
-            self.table.insert(e.local_qpn, Entry { ctx: index, ep });
+            self.table.insert(
+                e.local_qpn,
+                Entry {
+                    ctx: index,
+                    ep: EdgeId(ep),
+                },
+            );
         }
         match &at {
             Some(p) => {
@@ -439,7 +448,7 @@ impl IncEngine {
 
     /// Context `ci` and the `Io` of everything else the packet path may
     /// touch.
-    fn context_io(&mut self, ci: u16, now: Instant) -> Option<(&mut Context, Io<'_>)> {
+    fn context_io(&mut self, ci: ContextSlot, now: Instant) -> Option<(&mut Context, Io<'_>)> {
         self.touched = Some(ci);
         let ctx = self.contexts.get_mut(ci)?;
         let io = Io {
@@ -481,7 +490,7 @@ impl IncEngine {
         let ctx = self.contexts.get(entry.ctx);
         self.frame_ctx = ctx.map(|c| c.id);
         let ep = ctx
-            .and_then(|c| c.endpoints().get(usize::from(entry.ep)))
+            .and_then(|c| c.endpoints().get(entry.ep.index()))
             .map(|e| (e.cfg.port, e.cfg.remote_ip));
         // The source check, unless a test-only mutant skips it. [ENG-016]
         #[cfg(feature = "mutants")]
@@ -599,16 +608,19 @@ impl IncEngine {
     }
 
     /// One look at endpoint `ei` of context `ci` for `poll_transmit`.
-    fn transmit_one(&mut self, ci: u16, ei: u16, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+    fn transmit_one(
+        &mut self,
+        ci: ContextSlot,
+        ei: EdgeId,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<Transmit> {
         let (ctx, mut io) = self.context_io(ci, now)?;
-        if let Some(ep) = ctx.shared.eps.get_mut(usize::from(ei)) {
+        if let Some(ep) = ctx.shared.eps.get_mut(ei.index()) {
             ep.listed = false;
         }
         let len = ctx.transmit(&mut io, ei, buf)?;
-        let port = ctx
-            .endpoints()
-            .get(usize::from(ei))
-            .map_or(0, |e| e.cfg.port);
+        let port = ctx.endpoints().get(ei.index()).map_or(0, |e| e.cfg.port);
         // Come back to this endpoint after the others.
         if ctx.has_work(ei) {
             ctx.shared.list(&mut io, ei);

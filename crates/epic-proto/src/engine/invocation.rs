@@ -11,6 +11,7 @@
 use super::aggregate::{ElemType, Op, Reduction};
 use super::config::{PatternBinding, INVOCATION_SLOTS, MAX_CONTEXT_ENDPOINTS};
 use super::counters::EngineDropReason;
+use super::id::EdgeId;
 use crate::psn::Psn;
 use crate::wire::{Collective, EpicHeaderRepr};
 
@@ -33,10 +34,10 @@ pub(crate) enum Pattern {
     AllReduce,
     /// Reduce toward the rank behind endpoint `t`: every other endpoint is
     /// an input of the Up pipe, `t` its only output.
-    ToEndpoint(u16),
+    ToEndpoint(EdgeId),
     /// Broadcast from the rank behind endpoint `s`: `s` feeds the Down
     /// pipe, every other endpoint is an output.
-    FromEndpoint(u16),
+    FromEndpoint(EdgeId),
 }
 
 /// The shape of the tree at this switch, as routing needs it.
@@ -45,7 +46,7 @@ pub(crate) struct Shape {
     /// Number of endpoints.
     pub(crate) eps: u16,
     /// Endpoint toward the tree root, `None` at the root.
-    pub(crate) parent: Option<u16>,
+    pub(crate) parent: Option<EdgeId>,
 }
 
 /// A bit set of endpoint indices, plus "local" (the root's Up→Down hand-off).
@@ -56,12 +57,20 @@ pub(crate) struct EpSet {
 }
 
 impl EpSet {
-    pub(crate) fn contains(self, ep: u16) -> bool {
-        ep < 64 && self.mask & (1u64 << ep) != 0
+    pub(crate) fn contains(self, ep: EdgeId) -> bool {
+        self.mask & ep.bit() != 0
+    }
+
+    /// The set of one edge.
+    pub(crate) fn only(ep: EdgeId) -> EpSet {
+        EpSet {
+            mask: ep.bit(),
+            local: false,
+        }
     }
 
     /// The endpoints in the set, in index order (set bits only).
-    pub(crate) fn iter(self) -> impl Iterator<Item = u16> {
+    pub(crate) fn iter(self) -> impl Iterator<Item = EdgeId> {
         let mut m = self.mask;
         core::iter::from_fn(move || {
             if m == 0 {
@@ -69,7 +78,7 @@ impl EpSet {
             }
             let e = m.trailing_zeros() as u16;
             m &= m - 1;
-            Some(e)
+            Some(EdgeId(e))
         })
     }
 }
@@ -83,16 +92,17 @@ impl Shape {
         }
     }
 
-    fn bit(ep: u16) -> u64 {
-        if ep < 64 {
-            1u64 << ep
-        } else {
-            0
-        }
+    fn bit(ep: EdgeId) -> u64 {
+        ep.bit()
+    }
+
+    /// Every edge, in order.
+    pub(crate) fn edges(self) -> impl Iterator<Item = EdgeId> {
+        EdgeId::all(self.eps)
     }
 
     /// The pipe an endpoint's inbound packets of `pattern` feed, if any.
-    pub(crate) fn inbound(self, pattern: Pattern, ep: u16) -> Option<PipeId> {
+    pub(crate) fn inbound(self, pattern: Pattern, ep: EdgeId) -> Option<PipeId> {
         match pattern {
             Pattern::AllReduce if Some(ep) == self.parent => Some(PipeId::Down),
             Pattern::AllReduce => Some(PipeId::Up),
@@ -102,7 +112,7 @@ impl Shape {
     }
 
     /// The pipe whose output an endpoint carries outbound, if any.
-    pub(crate) fn outbound(self, pattern: Pattern, ep: u16) -> Option<PipeId> {
+    pub(crate) fn outbound(self, pattern: Pattern, ep: EdgeId) -> Option<PipeId> {
         match pattern {
             Pattern::AllReduce if Some(ep) == self.parent => Some(PipeId::Up),
             Pattern::AllReduce => Some(PipeId::Down),
@@ -169,16 +179,12 @@ impl Shape {
 
     /// The position of `ep` among the inputs of `pipe`, in endpoint order:
     /// the fixed order reproducible invocations reduce in. [ENG-035]
-    pub(crate) fn input_ordinal(self, pattern: Pattern, pipe: PipeId, ep: u16) -> Option<u32> {
+    pub(crate) fn input_ordinal(self, pattern: Pattern, pipe: PipeId, ep: EdgeId) -> Option<u32> {
         let ins = self.ins(pattern, pipe);
         if !ins.contains(ep) {
             return None;
         }
-        let below = if ep == 0 {
-            0
-        } else {
-            ins.mask & ((1u64 << ep) - 1)
-        };
+        let below = ins.mask & (ep.bit().wrapping_sub(1));
         Some(below.count_ones())
     }
 }
@@ -257,8 +263,8 @@ impl Invocation {
     }
 
     /// Whether endpoint `ep` delivered its control message here.
-    pub(crate) fn control_from(&self, ep: u16) -> bool {
-        ep < 64 && self.control_seen & (1u64 << ep) != 0
+    pub(crate) fn control_from(&self, ep: EdgeId) -> bool {
+        self.control_seen & ep.bit() != 0
     }
 }
 
@@ -331,7 +337,7 @@ impl InvocationTable {
         &mut self,
         header: &EpicHeaderRepr,
         psn: Psn,
-        ep: u16,
+        ep: EdgeId,
         route: &[u16],
         binding: Option<PatternBinding>,
     ) -> Result<ControlOutcome, EngineDropReason> {
@@ -354,7 +360,7 @@ impl InvocationTable {
                 EngineDropReason::ControlOutOfOrder
             });
         }
-        let bit = if ep < 64 { 1u64 << ep } else { 0 };
+        let bit = ep.bit();
         if let Some(slot) = self.slots.iter().position(|s| {
             s.as_ref()
                 .is_some_and(|i| i.header.invocation == header.invocation)
@@ -429,7 +435,7 @@ pub(crate) fn data_pattern(
     let root = || {
         route
             .get(usize::from(header.root_rank))
-            .copied()
+            .map(|e| EdgeId(*e))
             .ok_or(EngineDropReason::UnsupportedInvocation)
     };
     match header.collective {
@@ -479,28 +485,28 @@ mod tests {
     fn routing_patterns_at_a_leaf() {
         let s = Shape {
             eps: 3,
-            parent: Some(2),
+            parent: Some(EdgeId(2)),
         };
         let ar = Pattern::AllReduce;
-        assert_eq!(s.inbound(ar, 0), Some(PipeId::Up));
-        assert_eq!(s.inbound(ar, 2), Some(PipeId::Down));
-        assert_eq!(s.outbound(ar, 2), Some(PipeId::Up));
-        assert_eq!(s.outbound(ar, 1), Some(PipeId::Down));
+        assert_eq!(s.inbound(ar, EdgeId(0)), Some(PipeId::Up));
+        assert_eq!(s.inbound(ar, EdgeId(2)), Some(PipeId::Down));
+        assert_eq!(s.outbound(ar, EdgeId(2)), Some(PipeId::Up));
+        assert_eq!(s.outbound(ar, EdgeId(1)), Some(PipeId::Down));
         assert_eq!(s.fanin(ar, PipeId::Up), 2);
         assert_eq!(s.fanin(ar, PipeId::Down), 1);
         assert_eq!(s.outs(ar, PipeId::Down).mask, 0b011);
         // Reduce toward host 0: inputs 1 and the parent.
-        let red = Pattern::ToEndpoint(0);
-        assert_eq!(s.inbound(red, 0), None);
+        let red = Pattern::ToEndpoint(EdgeId(0));
+        assert_eq!(s.inbound(red, EdgeId(0)), None);
         assert_eq!(s.fanin(red, PipeId::Up), 2);
         assert_eq!(s.outs(red, PipeId::Up).mask, 0b001);
-        assert_eq!(s.input_ordinal(red, PipeId::Up, 2), Some(1));
+        assert_eq!(s.input_ordinal(red, PipeId::Up, EdgeId(2)), Some(1));
         // Broadcast from the parent's side.
-        let bc = Pattern::FromEndpoint(2);
-        assert_eq!(s.inbound(bc, 2), Some(PipeId::Down));
-        assert_eq!(s.inbound(bc, 0), None);
-        assert_eq!(s.outbound(bc, 0), Some(PipeId::Down));
-        assert_eq!(s.outbound(bc, 2), None);
+        let bc = Pattern::FromEndpoint(EdgeId(2));
+        assert_eq!(s.inbound(bc, EdgeId(2)), Some(PipeId::Down));
+        assert_eq!(s.inbound(bc, EdgeId(0)), None);
+        assert_eq!(s.outbound(bc, EdgeId(0)), Some(PipeId::Down));
+        assert_eq!(s.outbound(bc, EdgeId(2)), None);
         assert_eq!(s.fanin(bc, PipeId::Down), 1);
     }
 
@@ -524,37 +530,44 @@ mod tests {
         let h = header(Collective::AllReduce, 1, 100, 4);
         let c = Psn::from_truncated(100);
         assert_eq!(
-            t.control(&h, c, 0, &route, None),
+            t.control(&h, c, EdgeId(0), &route, None),
             Ok(ControlOutcome::Installed(0))
         );
         assert_eq!(
-            t.control(&h, c, 1, &route, None),
+            t.control(&h, c, EdgeId(1), &route, None),
             Ok(ControlOutcome::Known(0))
         );
         let inv = t.get(0).unwrap();
-        assert!(inv.control_from(0) && inv.control_from(1) && !inv.control_from(2));
+        assert!(
+            inv.control_from(EdgeId(0))
+                && inv.control_from(EdgeId(1))
+                && !inv.control_from(EdgeId(2))
+        );
         assert_eq!(inv.end, Psn::from_truncated(105));
         assert!(inv.contains(Psn::from_truncated(104)));
         assert!(!inv.contains(Psn::from_truncated(105)));
         let mut other = h;
         other.element_count -= 1;
         assert_eq!(
-            t.control(&other, c, 2, &route, None),
+            t.control(&other, c, EdgeId(2), &route, None),
             Err(EngineDropReason::ControlMismatch)
         );
         // A new invocation overlapping the old range is refused.
         let h2 = header(Collective::Barrier, 2, 103, 0);
         assert_eq!(
-            t.control(&h2, Psn::from_truncated(103), 0, &route, None),
+            t.control(&h2, Psn::from_truncated(103), EdgeId(0), &route, None),
             Err(EngineDropReason::ControlOutOfOrder)
         );
         let h3 = header(Collective::Reduce, 2, 105, 2);
         assert_eq!(
-            t.control(&h3, Psn::from_truncated(105), 0, &route, None),
+            t.control(&h3, Psn::from_truncated(105), EdgeId(0), &route, None),
             Ok(ControlOutcome::Installed(1))
         );
         assert_eq!(t.find(Psn::from_truncated(106)), Some(1));
-        assert_eq!(t.get(1).unwrap().data_pattern, Pattern::ToEndpoint(1));
+        assert_eq!(
+            t.get(1).unwrap().data_pattern,
+            Pattern::ToEndpoint(EdgeId(1))
+        );
     }
 
     /// [CTL-014] A range longer than half the PSN space is refused: one
@@ -566,7 +579,7 @@ mod tests {
             let mut t = InvocationTable::new();
             let h = header(Collective::AllReduce, 1, 100, packets);
             assert_eq!(
-                t.control(&h, Psn::from_truncated(100), 0, &route, None),
+                t.control(&h, Psn::from_truncated(100), EdgeId(0), &route, None),
                 Err(EngineDropReason::UnsupportedInvocation),
                 "{packets}"
             );
@@ -574,7 +587,7 @@ mod tests {
         let mut t = InvocationTable::new();
         let h = header(Collective::AllReduce, 1, 100, Psn::HALF - 1);
         assert!(t
-            .control(&h, Psn::from_truncated(100), 0, &route, None)
+            .control(&h, Psn::from_truncated(100), EdgeId(0), &route, None)
             .is_ok());
     }
 
@@ -585,7 +598,7 @@ mod tests {
         h.reduce_op = ReduceOp::Sum;
         let mut t = InvocationTable::new();
         assert_eq!(
-            t.control(&h, Psn::from_truncated(10), 0, &[0, 1], None),
+            t.control(&h, Psn::from_truncated(10), EdgeId(0), &[0, 1], None),
             Err(EngineDropReason::UnsupportedInvocation)
         );
     }
@@ -597,7 +610,7 @@ mod tests {
         let mut t = InvocationTable::new();
         for i in 0..6u32 {
             let h = header(Collective::Barrier, i, i, 0);
-            t.control(&h, Psn::from_truncated(i), 0, &route, None)
+            t.control(&h, Psn::from_truncated(i), EdgeId(0), &route, None)
                 .unwrap();
         }
         assert_eq!(t.find(Psn::from_truncated(1)), None);
@@ -616,18 +629,24 @@ mod tests {
         t.set_start_psn(Psn::from_truncated(100));
         let ar = header(Collective::AllReduce, 0, 100, 2);
         assert_eq!(
-            t.control(&ar, Psn::from_truncated(100), 0, &route, binding),
+            t.control(&ar, Psn::from_truncated(100), EdgeId(0), &route, binding),
             Err(EngineDropReason::UnsupportedInvocation)
         );
         let mut wrong_root = header(Collective::Reduce, 0, 100, 2);
         wrong_root.root_rank = 2;
         assert_eq!(
-            t.control(&wrong_root, Psn::from_truncated(100), 0, &route, binding),
+            t.control(
+                &wrong_root,
+                Psn::from_truncated(100),
+                EdgeId(0),
+                &route,
+                binding
+            ),
             Err(EngineDropReason::UnsupportedInvocation)
         );
         let r = header(Collective::Reduce, 0, 100, 2);
         assert_eq!(
-            t.control(&r, Psn::from_truncated(100), 0, &route, binding),
+            t.control(&r, Psn::from_truncated(100), EdgeId(0), &route, binding),
             Ok(ControlOutcome::Installed(0))
         );
         assert_eq!(t.newest().unwrap().rank_psn, Psn::from_truncated(100));
@@ -635,16 +654,16 @@ mod tests {
         // a binding.
         let gap = header(Collective::Barrier, 1, 104, 0);
         assert_eq!(
-            t.control(&gap, Psn::from_truncated(104), 0, &route, binding),
+            t.control(&gap, Psn::from_truncated(104), EdgeId(0), &route, binding),
             Err(EngineDropReason::ControlOutOfOrder)
         );
         let mut free = t.clone();
         assert!(free
-            .control(&gap, Psn::from_truncated(104), 0, &route, None)
+            .control(&gap, Psn::from_truncated(104), EdgeId(0), &route, None)
             .is_ok());
         let b = header(Collective::Barrier, 1, 103, 0);
         assert_eq!(
-            t.control(&b, Psn::from_truncated(103), 0, &route, binding),
+            t.control(&b, Psn::from_truncated(103), EdgeId(0), &route, binding),
             Ok(ControlOutcome::Installed(1))
         );
         assert_eq!(t.newest().unwrap().rank_psn, Psn::from_truncated(101));

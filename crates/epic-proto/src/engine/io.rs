@@ -12,7 +12,8 @@ use super::config::Pitfall;
 use super::config::{EndpointConfig, EngineConfig};
 use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
 use super::endpoint::Response;
-use super::id::ContextId;
+use super::id::EdgeId;
+use super::id::{ContextId, ContextSlot};
 use super::modules::translate_header::{translate_header, Outgoing, Source};
 use super::txq::{TxQueue, WorkList};
 use crate::roce::rxe_udp_sport;
@@ -33,7 +34,7 @@ pub(crate) struct Io<'a> {
     pub(crate) scratch: &'a mut Vec<u8>,
     /// The placed blocks and their locks. [TMX-010]
     pub(crate) arena: &'a mut Arena,
-    pub(crate) ctx: u16,
+    pub(crate) ctx: ContextSlot,
     pub(crate) now: Instant,
 }
 
@@ -54,7 +55,7 @@ impl Io<'_> {
     }
 
     /// Puts endpoint `ep` of this context on the work list.
-    pub(crate) fn list(&mut self, ep: u16, listed: &mut bool) {
+    pub(crate) fn list(&mut self, ep: EdgeId, listed: &mut bool) {
         if !*listed && self.work.push(self.ctx, ep) {
             *listed = true;
         }

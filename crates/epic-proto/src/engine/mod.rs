@@ -1,13 +1,25 @@
 //! The IncEngine: the switch side of EPIC (paper §4), sans-IO.
 //!
 //! State follows §4.1: a [`Context`] per group on this switch, an
-//! [`EndpointState`] per tree edge, and two [`Pipe`]s (aggregation and
-//! broadcast) of N slots each. The function modules of §4.1 live in
-//! [`modules`], one file each, and the modes compose them (Figure 5):
+//! [`EndpointState`] per tree edge, and the [`Pipe`]s (aggregation and
+//! broadcast) of N slots each. A context is two halves: what every mode
+//! shares (`shared`: configuration, tree shape, edges, invocations) and
+//! the one value its mode keeps (`mode::ModeState`), reached through one
+//! private trait, so each call picks the mode once. The function modules
+//! of §4.1 live in [`modules`], one file each, and the modes compose them
+//! (Figure 5):
 //!
-//! - Mode I, connection terminated (§4.2): `mode1`.
-//! - Mode II, connection translated (Algorithm 1, §4.3): `mode2`.
-//! - Mode III, connection augmented (Algorithms 2–3, §4.4): `mode3`.
+//! - Mode I, connection terminated (§4.2): `mode1` (an RC endpoint and
+//!   message buffers per edge).
+//! - Mode II, connection translated (Algorithm 1, §4.3): `mode2` (the Up
+//!   pipe; the Down direction replicates without state).
+//! - Mode III, connection augmented (Algorithms 2–3, §4.4): `mode3` (both
+//!   pipes and a hop's transport state per edge).
+//!
+//! Handles are typed: a context has a [`ContextId`] for life (never
+//! reused) and a [`ContextSlot`] in the engine's table (kept while it
+//! lives, so removing a context renumbers nothing); an edge is an
+//! [`EdgeId`].
 //!
 //! Invocations are installed in-band by EPIC control messages
 //! ([`invocation`]). The engine is driven like quinn-proto:
@@ -86,7 +98,7 @@ pub use endpoint::EndpointState;
 #[cfg(feature = "alloc")]
 pub use error::{InstallError, InvalidContext};
 #[cfg(feature = "alloc")]
-pub use id::ContextId;
+pub use id::{ContextId, ContextSlot, EdgeId};
 #[cfg(feature = "alloc")]
 pub use inc_engine::{Disposition, FrameOutcome, IncEngine, Transmit, FRAME_OVERHEAD};
 #[cfg(feature = "alloc")]

@@ -20,6 +20,7 @@ use alloc::boxed::Box;
 use super::config::{ContextConfig, EngineConfig, Mode};
 use super::context::{ContextFootprint, Flow};
 use super::counters::EngineDropReason;
+use super::id::EdgeId;
 use super::invocation::PipeId;
 use super::io::Io;
 use super::mode1::Terminated;
@@ -80,7 +81,7 @@ impl ModeState {
 /// the context; `ep` is an index into its edges.
 pub(crate) trait ModeMachine {
     /// A frame from edge `ep`, verified and routed to this context.
-    fn receive(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>);
+    fn receive(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>);
 
     /// An ACK or NAK from the engine's fast path (PSN as on the wire), or
     /// `false` when the mode takes acknowledgements only as whole frames
@@ -89,24 +90,24 @@ pub(crate) trait ModeMachine {
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         psn: Psn,
         aeth: AethRepr,
     ) -> bool;
 
     /// The PSN a request from edge `ep` speaks of in the context's terms:
     /// what a control message's header is checked against. [CTL-054]
-    fn request_psn(&self, s: &Shared, ep: u16, psn: Psn) -> Psn;
+    fn request_psn(&self, s: &Shared, ep: EdgeId, psn: Psn) -> Psn;
 
     /// Whether edge `ep` has something to send now.
-    fn has_work(&self, s: &Shared, ep: u16) -> bool;
+    fn has_work(&self, s: &Shared, ep: EdgeId) -> bool;
 
     /// Writes edge `ep`'s next frame into `buf`.
     fn transmit(
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         buf: &mut [u8],
     ) -> Option<usize>;
 
@@ -138,16 +139,16 @@ pub(crate) trait Translating: ModeMachine {
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         f: &RoceFrame<'_>,
         h: &EpicHeaderRepr,
     );
 
     /// A data packet.
-    fn data(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>);
+    fn data(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>);
 
     /// An ACK or NAK.
-    fn ack(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr);
+    fn ack(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, psn: Psn, aeth: AethRepr);
 }
 
 /// Splits a frame of a translated connection by kind, with its PSN in
@@ -157,7 +158,7 @@ pub(crate) fn receive_translated(
     m: &mut impl Translating,
     s: &mut Shared,
     io: &mut Io<'_>,
-    ep: u16,
+    ep: EdgeId,
     f: &RoceFrame<'_>,
 ) {
     match f.bth.opcode {
@@ -195,7 +196,7 @@ pub(crate) fn ack_translated(
     m: &mut impl Translating,
     s: &mut Shared,
     io: &mut Io<'_>,
-    ep: u16,
+    ep: EdgeId,
     psn: Psn,
     aeth: AethRepr,
 ) {
@@ -205,7 +206,7 @@ pub(crate) fn ack_translated(
 
 /// A request from a control-only direction, its PSN in group terms; `None`
 /// where the wire PSN is the group PSN. [CTL-052]
-fn in_group_terms<'a>(s: &Shared, ep: u16, f: &RoceFrame<'a>) -> Option<RoceFrame<'a>> {
+fn in_group_terms<'a>(s: &Shared, ep: EdgeId, f: &RoceFrame<'a>) -> Option<RoceFrame<'a>> {
     if !s.control_only(ep, Flow::In) {
         return None;
     }

@@ -13,6 +13,7 @@ use super::config::{ContextConfig, Peer, INVOCATION_SLOTS};
 use super::context::{raw_children, ContextFootprint, Flow};
 use super::counters::EngineDropReason;
 use super::endpoint::{EndpointState, Response};
+use super::id::EdgeId;
 use super::invocation::{EpSet, Invocation, Pattern, PipeId};
 use super::io::{queue_frame, Io};
 use super::mode::{ack_translated, receive_translated, ModeMachine, Translating};
@@ -80,7 +81,7 @@ impl Translated {
 }
 
 impl ModeMachine for Translated {
-    fn receive(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+    fn receive(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>) {
         receive_translated(self, s, io, ep, f);
     }
 
@@ -88,7 +89,7 @@ impl ModeMachine for Translated {
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         psn: Psn,
         aeth: AethRepr,
     ) -> bool {
@@ -97,21 +98,19 @@ impl ModeMachine for Translated {
         true
     }
 
-    fn request_psn(&self, s: &Shared, ep: u16, psn: Psn) -> Psn {
+    fn request_psn(&self, s: &Shared, ep: EdgeId, psn: Psn) -> Psn {
         s.group_psn(ep, Flow::In, psn)
     }
 
-    fn has_work(&self, s: &Shared, ep: u16) -> bool {
-        s.eps
-            .get(usize::from(ep))
-            .is_some_and(|e| e.response.is_some())
+    fn has_work(&self, s: &Shared, ep: EdgeId) -> bool {
+        s.eps.get(ep.index()).is_some_and(|e| e.response.is_some())
     }
 
     fn transmit(
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         buf: &mut [u8],
     ) -> Option<usize> {
         s.transmit_response(io, ep, buf).flatten()
@@ -160,18 +159,18 @@ impl Translating for Translated {
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         f: &RoceFrame<'_>,
         h: &EpicHeaderRepr,
     ) {
         self.control_msg(s, io, ep, f, h);
     }
 
-    fn data(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+    fn data(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>) {
         self.data_pkt(s, io, ep, f);
     }
 
-    fn ack(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) {
+    fn ack(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, psn: Psn, aeth: AethRepr) {
         self.ack_msg(s, io, ep, psn, aeth);
     }
 }
@@ -188,7 +187,7 @@ impl Translated {
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         f: &RoceFrame<'_>,
         h: &EpicHeaderRepr,
     ) {
@@ -211,10 +210,7 @@ impl Translated {
             return;
         };
         if i.echo_ready {
-            let only = EpSet {
-                mask: if ep < 64 { 1u64 << ep } else { 0 },
-                local: false,
-            };
+            let only = EpSet::only(ep);
             io.drop(EngineDropReason::Duplicate);
             Self::send_control(s, io, inv, only, None, f.bth.ack_req);
             return;
@@ -226,10 +222,7 @@ impl Translated {
         io.counters.aggregations += 1;
         match s.shape.parent {
             Some(p) => {
-                let up = EpSet {
-                    mask: if p < 64 { 1u64 << p } else { 0 },
-                    local: false,
-                };
+                let up = EpSet::only(p);
                 Self::send_control(s, io, inv, up, None, f.bth.ack_req);
             }
             None => {
@@ -240,7 +233,7 @@ impl Translated {
     }
 
     /// Data in Mode II. [M2-010]…[M2-020]
-    fn data_pkt(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+    fn data_pkt(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>) {
         let psn = f.bth.psn;
         let Some(inv) = s.data_invocation(ep, psn) else {
             io.drop(EngineDropReason::OutsideInvocation);
@@ -276,7 +269,7 @@ impl Translated {
                     ext: ExtHeaders::default(),
                 };
                 for out in replicate_data(outs, Some(ep)) {
-                    if let Some(e) = s.eps.get(usize::from(out)) {
+                    if let Some(e) = s.eps.get(out.index()) {
                         queue_frame(io, &e.cfg, &pkt, f.payload);
                     }
                 }
@@ -286,8 +279,8 @@ impl Translated {
     }
 
     /// Records the highest PSN received from endpoint `ep`.
-    fn note_rcvd(&mut self, ep: u16, psn: Psn) {
-        if let Some(e) = self.rx.get_mut(usize::from(ep)) {
+    fn note_rcvd(&mut self, ep: EdgeId, psn: Psn) {
+        if let Some(e) = self.rx.get_mut(ep.index()) {
             if psn.is_after(e.max_rcvd) {
                 e.max_rcvd = psn;
             }
@@ -297,7 +290,7 @@ impl Translated {
     /// The Up pipe of Algorithm 1, lines 19–27: CheckDuplicate,
     /// AggregateData, then on a full degree the result goes out and the slot
     /// MW ahead is recycled. [M2-010]…[M2-013]
-    fn up(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, pkt: UpPacket<'_>) {
+    fn up(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, pkt: UpPacket<'_>) {
         self.note_rcvd(ep, pkt.psn);
         let Some(inv) = s.invs.get(pkt.inv) else {
             return;
@@ -319,7 +312,7 @@ impl Translated {
             Some(_) => recycle_buffer(pipe, rx.iter_mut().map(|r| &mut r.arrived), slot),
             None => {}
         }
-        let Some(e) = rx.get_mut(usize::from(ep)) else {
+        let Some(e) = rx.get_mut(ep.index()) else {
             return;
         };
         let dup = check_duplicate(&mut e.arrived, slot);
@@ -392,7 +385,7 @@ impl Translated {
             };
             let payload = scratch.get(..len).unwrap_or(&[]);
             for out in replicate_data(outs, None) {
-                if let Some(e) = s.eps.get(usize::from(out)) {
+                if let Some(e) = s.eps.get(out.index()) {
                     queue_frame(io, &e.cfg, &pkt, payload);
                 }
             }
@@ -407,7 +400,7 @@ impl Translated {
         io: &mut Io<'_>,
         inv: usize,
         outs: EpSet,
-        except: Option<u16>,
+        except: Option<EdgeId>,
         ack_req: bool,
     ) {
         let Some(i) = s.invs.get(inv) else { return };
@@ -418,7 +411,7 @@ impl Translated {
         let c = i.control_psn;
         for out in replicate_data(outs, except) {
             let pkt = control_packet(s.wire_psn(out, Flow::Out, c), ack_req);
-            if let Some(e) = s.eps.get(usize::from(out)) {
+            if let Some(e) = s.eps.get(out.index()) {
                 queue_frame(io, &e.cfg, &pkt, &hdr);
             }
         }
@@ -429,7 +422,7 @@ impl Translated {
     /// every sender; for Broadcast the receivers' ACKs are aggregated
     /// (ackPsn per endpoint, forwarded when their minimum advances) and
     /// NAKs forwarded to the root rank. [M2-030]…[M2-034]
-    fn ack_msg(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) {
+    fn ack_msg(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, psn: Psn, aeth: AethRepr) {
         let nak = !aeth.syndrome.is_ack();
         if matches!(aeth.syndrome, Syndrome::Nak(code) if code != crate::wire::NakCode::PsnSequenceError)
         {
@@ -446,7 +439,7 @@ impl Translated {
         let c = inv.control_psn;
         let pattern = inv.data_pattern;
         let from_rank = matches!(
-            s.eps.get(usize::from(ep)).map(|e| e.cfg.peer),
+            s.eps.get(ep.index()).map(|e| e.cfg.peer),
             Some(Peer::Rank(_))
         );
         let resp = Response {
@@ -460,7 +453,7 @@ impl Translated {
             if pattern == Pattern::AllReduce || (nak && psn == c) {
                 s.respond(io, ep, resp);
             } else if !through.is_before(c) {
-                let bit = if ep < 64 { 1u64 << ep } else { 0 };
+                let bit = ep.bit();
                 let Some(inv) = s.invs.get_mut(slot) else {
                     return;
                 };
@@ -496,7 +489,7 @@ impl Translated {
         match pattern {
             // Reduce: the root rank's responses go to every sender. [M2-032]
             Pattern::ToEndpoint(t) if t == ep => {
-                for out in (0..s.shape.eps).filter(|o| *o != ep) {
+                for out in s.shape.edges().filter(|o| *o != ep) {
                     self.deliver(s, io, slot, out, resp);
                 }
             }
@@ -506,7 +499,7 @@ impl Translated {
                     return;
                 };
                 let mut repeated = false;
-                if let Some(a) = inv.ack_psn.get_mut(usize::from(ep)) {
+                if let Some(a) = inv.ack_psn.get_mut(ep.index()) {
                     if through.is_after(*a) {
                         *a = through;
                     } else {
@@ -518,7 +511,7 @@ impl Translated {
                     .iter()
                     .take(usize::from(s.shape.eps))
                     .enumerate()
-                    .filter(|(i, _)| *i != usize::from(src))
+                    .filter(|(i, _)| *i != src.index())
                     .map(|(_, p)| *p)
                     .reduce(|a, b| if b.is_before(a) { b } else { a });
                 if let (Some(node), true) = (node, nak) {
@@ -576,9 +569,9 @@ impl Translated {
     /// it would complete the rank's control message although the rank may
     /// never have seen the echo. The newest such acknowledgement is held
     /// and delivered with the rank's own echo ACK. [M2-034]
-    fn deliver(&self, s: &mut Shared, io: &mut Io<'_>, slot: usize, out: u16, r: Response) {
+    fn deliver(&self, s: &mut Shared, io: &mut Io<'_>, slot: usize, out: EdgeId, r: Response) {
         let is_rank = matches!(
-            s.eps.get(usize::from(out)).map(|e| e.cfg.peer),
+            s.eps.get(out.index()).map(|e| e.cfg.peer),
             Some(Peer::Rank(_))
         );
         let mut r = r;
@@ -586,7 +579,7 @@ impl Translated {
             // A NAK for a PSN the rank has not sent would be dropped by its
             // requester as a ghost, losing the acknowledgement it carries:
             // send that acknowledgement instead. [M2-035]
-            if let Some(e) = self.rx.get(usize::from(out)) {
+            if let Some(e) = self.rx.get(out.index()) {
                 if !r.syndrome.is_ack() && r.psn.is_after(e.max_rcvd) {
                     r = Response {
                         syndrome: Syndrome::ACK,
@@ -598,7 +591,7 @@ impl Translated {
             let Some(inv) = s.invs.get_mut(slot) else {
                 return;
             };
-            let acked = out < 64 && inv.echo_acked & (1u64 << out) != 0;
+            let acked = inv.echo_acked & out.bit() != 0;
             if !acked {
                 let through = if r.syndrome.is_ack() {
                     r.psn

@@ -14,6 +14,7 @@ use alloc::vec::Vec;
 use super::config::{ContextConfig, PatternBinding, PsnAlignment};
 use super::counters::EngineDropReason;
 use super::endpoint::{EndpointState, Response};
+use super::id::EdgeId;
 use super::invocation::{ControlOutcome, InvocationTable, Pattern, Shape};
 use super::io::{emit_response, Io};
 use crate::psn::Psn;
@@ -41,7 +42,7 @@ impl Shared {
     pub(crate) fn new(cfg: ContextConfig) -> Shared {
         let shape = Shape {
             eps: u16::try_from(cfg.endpoints.len()).unwrap_or(u16::MAX),
-            parent: cfg.parent,
+            parent: cfg.parent.map(EdgeId),
         };
         Shared {
             eps: cfg
@@ -66,15 +67,15 @@ impl Shared {
     }
 
     /// Puts endpoint `ep` on the work list.
-    pub(crate) fn list(&mut self, io: &mut Io<'_>, ep: u16) {
-        if let Some(e) = self.eps.get_mut(usize::from(ep)) {
+    pub(crate) fn list(&mut self, io: &mut Io<'_>, ep: EdgeId) {
+        if let Some(e) = self.eps.get_mut(ep.index()) {
             io.list(ep, &mut e.listed);
         }
     }
 
     /// Queues a response toward endpoint `ep` and lists the endpoint.
-    pub(crate) fn respond(&mut self, io: &mut Io<'_>, ep: u16, r: Response) {
-        if let Some(e) = self.eps.get_mut(usize::from(ep)) {
+    pub(crate) fn respond(&mut self, io: &mut Io<'_>, ep: EdgeId, r: Response) {
+        if let Some(e) = self.eps.get_mut(ep.index()) {
             e.queue_response(r);
             io.list(ep, &mut e.listed);
         }
@@ -86,15 +87,15 @@ impl Shared {
     pub(crate) fn transmit_response(
         &mut self,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         buf: &mut [u8],
     ) -> Option<Option<usize>> {
-        let r = self.eps.get_mut(usize::from(ep))?.response.take()?;
+        let r = self.eps.get_mut(ep.index())?.response.take()?;
         if r.syndrome.is_nak() {
             io.counters.tx_naks += 1;
         }
         let r = self.wire_response(ep, r);
-        let e = self.eps.get(usize::from(ep))?;
+        let e = self.eps.get(ep.index())?;
         Some(emit_response(io, &e.cfg, &r, buf))
     }
 
@@ -104,7 +105,7 @@ impl Shared {
     pub(crate) fn control_install(
         &mut self,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         psn: Psn,
         h: &EpicHeaderRepr,
     ) -> Option<(usize, bool)> {
@@ -148,7 +149,7 @@ impl Shared {
 
     /// The invocation whose data range holds `psn` and whose control
     /// message endpoint `ep` delivered. [WIRE-122] [CTL-030]
-    pub(crate) fn data_invocation(&self, ep: u16, psn: Psn) -> Option<usize> {
+    pub(crate) fn data_invocation(&self, ep: EdgeId, psn: Psn) -> Option<usize> {
         let slot = self.invs.find(psn)?;
         let inv = self.invs.get(slot)?;
         (inv.contains_data(psn) && inv.control_from(ep)).then_some(slot)
@@ -165,16 +166,16 @@ fn control_only(cfg: &ContextConfig, shape: Shape) -> [u64; 2] {
     let route = |r: u16| cfg.route.get(usize::from(r)).copied().unwrap_or(u16::MAX);
     let pattern = match b {
         PatternBinding::AllReduce => Pattern::AllReduce,
-        PatternBinding::Reduce { root } => Pattern::ToEndpoint(route(root)),
-        PatternBinding::Broadcast { root } => Pattern::FromEndpoint(route(root)),
+        PatternBinding::Reduce { root } => Pattern::ToEndpoint(EdgeId(route(root))),
+        PatternBinding::Broadcast { root } => Pattern::FromEndpoint(EdgeId(route(root))),
     };
     let mut masks = [0u64; 2];
-    for ep in 0..shape.eps.min(64) {
+    for ep in shape.edges() {
         if shape.inbound(pattern, ep).is_none() {
-            masks[0] |= 1 << ep;
+            masks[0] |= ep.bit();
         }
         if shape.outbound(pattern, ep).is_none() {
-            masks[1] |= 1 << ep;
+            masks[1] |= ep.bit();
         }
     }
     masks

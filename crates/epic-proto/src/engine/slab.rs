@@ -5,6 +5,7 @@
 use alloc::vec::Vec;
 
 use super::context::Context;
+use super::id::ContextSlot;
 use crate::wire::GroupId;
 
 /// The installed contexts, by slot, and the order they were installed in.
@@ -13,7 +14,7 @@ pub(crate) struct ContextSlab {
     slots: Vec<Option<Context>>,
     /// Occupied slots, oldest install first: the order the engine walks
     /// its contexts in.
-    order: Vec<u16>,
+    order: Vec<ContextSlot>,
 }
 
 impl ContextSlab {
@@ -29,20 +30,22 @@ impl ContextSlab {
         self.order.len()
     }
 
-    /// The slot a context would take next: the lowest free one.
-    pub(crate) fn vacant(&self) -> usize {
-        self.slots
+    /// The slot a context would take next: the lowest free one (`None`
+    /// past 2^16 slots).
+    pub(crate) fn vacant(&self) -> Option<ContextSlot> {
+        let at = self
+            .slots
             .iter()
             .position(Option::is_none)
-            .unwrap_or(self.slots.len())
+            .unwrap_or(self.slots.len());
+        u16::try_from(at).ok().map(ContextSlot)
     }
 
     /// Puts `ctx` in the lowest free slot and returns it; `None` past
     /// 2^16 slots.
-    pub(crate) fn insert(&mut self, ctx: Context) -> Option<u16> {
-        let at = self.vacant();
-        let slot = u16::try_from(at).ok()?;
-        match self.slots.get_mut(at) {
+    pub(crate) fn insert(&mut self, ctx: Context) -> Option<ContextSlot> {
+        let slot = self.vacant()?;
+        match self.slots.get_mut(slot.index()) {
             Some(s) => *s = Some(ctx),
             None => self.slots.push(Some(ctx)),
         }
@@ -51,34 +54,34 @@ impl ContextSlab {
     }
 
     /// Takes the context out of `slot`.
-    pub(crate) fn remove(&mut self, slot: u16) -> Option<Context> {
-        let ctx = self.slots.get_mut(usize::from(slot))?.take()?;
+    pub(crate) fn remove(&mut self, slot: ContextSlot) -> Option<Context> {
+        let ctx = self.slots.get_mut(slot.index())?.take()?;
         self.order.retain(|s| *s != slot);
         Some(ctx)
     }
 
-    pub(crate) fn get(&self, slot: u16) -> Option<&Context> {
-        self.slots.get(usize::from(slot))?.as_ref()
+    pub(crate) fn get(&self, slot: ContextSlot) -> Option<&Context> {
+        self.slots.get(slot.index())?.as_ref()
     }
 
-    pub(crate) fn get_mut(&mut self, slot: u16) -> Option<&mut Context> {
-        self.slots.get_mut(usize::from(slot))?.as_mut()
+    pub(crate) fn get_mut(&mut self, slot: ContextSlot) -> Option<&mut Context> {
+        self.slots.get_mut(slot.index())?.as_mut()
     }
 
     /// The slot of `group`'s context.
-    pub(crate) fn find(&self, group: GroupId) -> Option<u16> {
+    pub(crate) fn find(&self, group: GroupId) -> Option<ContextSlot> {
         self.iter_slots()
             .find(|(_, c)| c.group() == group)
             .map(|(s, _)| s)
     }
 
     /// The occupied slots, oldest install first.
-    pub(crate) fn slots(&self) -> &[u16] {
+    pub(crate) fn slots(&self) -> &[ContextSlot] {
         &self.order
     }
 
     /// The contexts with their slots, oldest install first.
-    pub(crate) fn iter_slots(&self) -> impl Iterator<Item = (u16, &Context)> + '_ {
+    pub(crate) fn iter_slots(&self) -> impl Iterator<Item = (ContextSlot, &Context)> + '_ {
         self.order
             .iter()
             .filter_map(|s| self.get(*s).map(|c| (*s, c)))

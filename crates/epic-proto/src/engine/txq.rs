@@ -6,7 +6,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::config::PortNo;
-use super::id::ContextId;
+use super::id::{ContextId, ContextSlot, EdgeId};
 use crate::wire::EmitError;
 
 /// A ring of preallocated frame buffers. [ENG-020]
@@ -92,7 +92,7 @@ impl TxQueue {
 /// A FIFO of (context, endpoint) pairs with something to send.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct WorkList {
-    ring: Vec<(u16, u16)>,
+    ring: Vec<(ContextSlot, EdgeId)>,
     head: usize,
     len: usize,
 }
@@ -100,7 +100,7 @@ pub(crate) struct WorkList {
 impl WorkList {
     pub(crate) fn new(capacity: usize) -> WorkList {
         WorkList {
-            ring: vec![(0, 0); capacity.max(1)],
+            ring: vec![(ContextSlot(0), EdgeId(0)); capacity.max(1)],
             head: 0,
             len: 0,
         }
@@ -110,7 +110,7 @@ impl WorkList {
         self.len
     }
 
-    pub(crate) fn push(&mut self, ctx: u16, ep: u16) -> bool {
+    pub(crate) fn push(&mut self, ctx: ContextSlot, ep: EdgeId) -> bool {
         let cap = self.ring.len();
         if self.len >= cap {
             return false;
@@ -124,7 +124,7 @@ impl WorkList {
         }
     }
 
-    pub(crate) fn pop(&mut self) -> Option<(u16, u16)> {
+    pub(crate) fn pop(&mut self) -> Option<(ContextSlot, EdgeId)> {
         if self.len == 0 {
             return None;
         }
@@ -136,7 +136,7 @@ impl WorkList {
 
     /// Drops the entries of context slot `ctx`, keeping the others in
     /// order.
-    pub(crate) fn remove_context(&mut self, ctx: u16) {
+    pub(crate) fn remove_context(&mut self, ctx: ContextSlot) {
         let cap = self.ring.len();
         let mut kept = 0;
         for i in 0..self.len {
@@ -193,15 +193,30 @@ mod tests {
         );
         assert_eq!((out[0], discarded), (9, 1));
         let mut w = WorkList::new(2);
-        assert!(w.push(0, 1) && w.push(0, 2) && !w.push(0, 3));
-        assert_eq!(w.pop(), Some((0, 1)));
+        let e = EdgeId;
+        assert!(
+            w.push(ContextSlot(0), e(1))
+                && w.push(ContextSlot(0), e(2))
+                && !w.push(ContextSlot(0), e(3))
+        );
+        assert_eq!(w.pop(), Some((ContextSlot(0), e(1))));
         // [ENG-010] A removed context's entries go; the rest keep order.
         let mut w = WorkList::new(4);
-        assert!(w.push(1, 0) && w.push(2, 0) && w.push(1, 1) && w.push(3, 5));
-        w.remove_context(1);
+        assert!(
+            w.push(ContextSlot(1), e(0))
+                && w.push(ContextSlot(2), e(0))
+                && w.push(ContextSlot(1), e(1))
+                && w.push(ContextSlot(3), e(5))
+        );
+        w.remove_context(ContextSlot(1));
         assert_eq!(
             (w.len(), w.pop(), w.pop(), w.pop()),
-            (2, Some((2, 0)), Some((3, 5)), None)
+            (
+                2,
+                Some((ContextSlot(2), e(0))),
+                Some((ContextSlot(3), e(5))),
+                None
+            )
         );
     }
 }

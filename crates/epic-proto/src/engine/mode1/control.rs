@@ -7,6 +7,7 @@ use super::terminated::{wr, Inv1, Terminated, WrKind};
 use crate::engine::aggregate::{ElemType, Op, Reduction};
 use crate::engine::config::INVOCATION_SLOTS;
 use crate::engine::counters::EngineDropReason;
+use crate::engine::id::EdgeId;
 use crate::engine::invocation::{data_pattern, EpSet, Pattern, PipeId};
 use crate::engine::io::Io;
 use crate::engine::shared::Shared;
@@ -29,7 +30,13 @@ fn same_invocation(a: &EpicHeaderRepr, b: &EpicHeaderRepr) -> bool {
 impl Terminated {
     /// A control message (or, from the parent, its echo) delivered by edge
     /// `ep`'s endpoint. [M1-020]
-    pub(crate) fn control(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, h: &EpicHeaderRepr) {
+    pub(crate) fn control(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: EdgeId,
+        h: &EpicHeaderRepr,
+    ) {
         io.counters.rx_control += 1;
         let step = s.lock_control(io, h, self.echo_passed_of(h.invocation));
         self.control_locked(s, io, ep, &step.header);
@@ -47,14 +54,14 @@ impl Terminated {
         Some((inv.echo_down, inv.header.flags.denied))
     }
 
-    fn control_locked(&mut self, s: &Shared, io: &mut Io<'_>, ep: u16, h: &EpicHeaderRepr) {
+    fn control_locked(&mut self, s: &Shared, io: &mut Io<'_>, ep: EdgeId, h: &EpicHeaderRepr) {
         let Some(slot) = self.install(s, io, h) else {
             return;
         };
         let parent = s.shape.parent;
         let children = s.shape.ins(Pattern::AllReduce, PipeId::Up);
         let down = s.shape.outs(Pattern::AllReduce, PipeId::Down);
-        if let Some(e) = self.edges.get_mut(usize::from(ep)) {
+        if let Some(e) = self.edges.get_mut(ep.index()) {
             e.current = Some((h.invocation, 0));
         }
         let Some(inv) = self.invs.get_mut(slot).and_then(Option::as_mut) else {
@@ -71,7 +78,7 @@ impl Terminated {
             }
             return;
         }
-        inv.control_seen |= if ep < 64 { 1u64 << ep } else { 0 };
+        inv.control_seen |= ep.bit();
         if inv.control_seen & children.mask != children.mask {
             io.drop(EngineDropReason::Absorbed);
             return;
@@ -98,10 +105,7 @@ impl Terminated {
                 let h = inv.header;
                 match parent {
                     Some(p) => {
-                        let up = EpSet {
-                            mask: if p < 64 { 1u64 << p } else { 0 },
-                            local: false,
-                        };
+                        let up = EpSet::only(p);
                         self.post_header(io, up, &h);
                     }
                     None => {
@@ -221,7 +225,7 @@ impl Terminated {
     /// on every edge of `outs`. [M1-020]
     fn post_header(&mut self, io: &mut Io<'_>, outs: EpSet, h: &EpicHeaderRepr) {
         for o in outs.iter() {
-            let Some(e) = self.edges.get_mut(usize::from(o)) else {
+            let Some(e) = self.edges.get_mut(o.index()) else {
                 continue;
             };
             let Some((ix, mut buf)) = e

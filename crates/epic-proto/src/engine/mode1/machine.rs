@@ -5,6 +5,7 @@
 use super::terminated::Terminated;
 use crate::engine::context::ContextFootprint;
 use crate::engine::counters::EngineDropReason;
+use crate::engine::id::EdgeId;
 use crate::engine::invocation::PipeId;
 use crate::engine::io::Io;
 use crate::engine::mode::ModeMachine;
@@ -15,31 +16,31 @@ use crate::time::Instant;
 use crate::wire::{AethRepr, RoceFrame};
 
 impl ModeMachine for Terminated {
-    fn receive(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+    fn receive(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>) {
         self.frame(s, io, ep, f);
     }
 
     /// The edge's RC endpoint takes acknowledgements as whole frames.
-    fn fast_ack(&mut self, _: &mut Shared, _: &mut Io<'_>, _: u16, _: Psn, _: AethRepr) -> bool {
+    fn fast_ack(&mut self, _: &mut Shared, _: &mut Io<'_>, _: EdgeId, _: Psn, _: AethRepr) -> bool {
         false
     }
 
     /// Every hop is its own connection: PSNs are the hop's own.
-    fn request_psn(&self, _: &Shared, _: u16, psn: Psn) -> Psn {
+    fn request_psn(&self, _: &Shared, _: EdgeId, psn: Psn) -> Psn {
         psn
     }
 
     /// The edge's endpoint decides in `poll_transmit`; asking it costs as
     /// much as the poll.
-    fn has_work(&self, s: &Shared, ep: u16) -> bool {
-        s.eps.get(usize::from(ep)).is_some()
+    fn has_work(&self, s: &Shared, ep: EdgeId) -> bool {
+        s.eps.get(ep.index()).is_some()
     }
 
     fn transmit(
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         buf: &mut [u8],
     ) -> Option<usize> {
         match self.transmit_edge(io, ep, buf) {

@@ -8,6 +8,7 @@
 
 use super::terminated::{wr, wr_parts, Held, Terminated, WrKind};
 use crate::engine::counters::EngineDropReason;
+use crate::engine::id::EdgeId;
 use crate::engine::invocation::{EpSet, Pattern, PipeId, Shape};
 use crate::engine::io::Io;
 use crate::engine::shared::Shared;
@@ -16,7 +17,7 @@ use crate::wire::{EpicHeaderPacket, EpicHeaderRepr, EPIC_IMM_TAG};
 
 /// What one completion asks of the context.
 enum Event {
-    Control(u16, EpicHeaderRepr),
+    Control(EdgeId, EpicHeaderRepr),
     None,
 }
 
@@ -27,10 +28,10 @@ impl Terminated {
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         f: &crate::wire::RoceFrame<'_>,
     ) {
-        let Some(e) = self.edges.get_mut(usize::from(ep)) else {
+        let Some(e) = self.edges.get_mut(ep.index()) else {
             return;
         };
         let before = frames_not_acted_on(e.qp.counters());
@@ -54,7 +55,7 @@ impl Terminated {
                 break;
             }
         }
-        for ep in 0..s.shape.eps {
+        for ep in s.shape.edges() {
             s.list(io, ep);
         }
     }
@@ -63,10 +64,10 @@ impl Terminated {
     fn completions(&mut self, s: &mut Shared, io: &mut Io<'_>) -> bool {
         let mut moved = false;
         let shape = s.shape;
-        for ep in 0..shape.eps {
+        for ep in shape.edges() {
             while let Some(c) = self
                 .edges
-                .get_mut(usize::from(ep))
+                .get_mut(ep.index())
                 .and_then(|e| e.qp.poll_completion())
             {
                 moved = true;
@@ -107,7 +108,7 @@ fn completion(
     t: &mut Terminated,
     io: &mut Io<'_>,
     shape: Shape,
-    ep: u16,
+    ep: EdgeId,
     c: Completion<super::msg_buf::MsgBuf, super::msg_buf::MsgBuf>,
 ) -> Event {
     match c {
@@ -120,7 +121,7 @@ fn completion(
             ..
         } => {
             let (_, _, index) = wr_parts(wr_id);
-            let Some(e) = t.edges.get_mut(usize::from(ep)) else {
+            let Some(e) = t.edges.get_mut(ep.index()) else {
                 return Event::None;
             };
             if status != WcStatus::Success {
@@ -200,7 +201,7 @@ fn completion(
                     r.pending = r.pending.saturating_sub(1);
                 }
             } else if kind == WrKind::Forward as u8 {
-                if let Some(e) = t.edges.get_mut(usize::from(edge)) {
+                if let Some(e) = t.edges.get_mut(edge.index()) {
                     let done = e.pending.get_mut(index as usize).is_some_and(|p| {
                         *p = p.saturating_sub(1);
                         *p == 0
@@ -212,7 +213,7 @@ fn completion(
                     }
                 }
             } else if kind == WrKind::Control as u8 {
-                if let Some(e) = t.edges.get_mut(usize::from(ep)) {
+                if let Some(e) = t.edges.get_mut(ep.index()) {
                     if let Some(h) = e.headers.get_mut(index as usize) {
                         *h = Some(buf);
                     }
@@ -224,7 +225,7 @@ fn completion(
 }
 
 /// Gives receive buffer `index` back to edge `ep`'s endpoint.
-fn repost(e: &mut super::terminated::Edge, ep: u16, index: u32, buf: super::msg_buf::MsgBuf) {
+fn repost(e: &mut super::terminated::Edge, ep: EdgeId, index: u32, buf: super::msg_buf::MsgBuf) {
     if let Err(err) = e.qp.post_recv(wr(WrKind::Recv, ep, index), buf) {
         if let Some(p) = e.parked.get_mut(index as usize) {
             *p = Some(err.buf);
@@ -235,7 +236,7 @@ fn repost(e: &mut super::terminated::Edge, ep: u16, index: u32, buf: super::msg_
 /// The edges a stage sends to, and whether one of them is a child (a
 /// child gets nothing of an invocation before its echo). [M1-021]
 fn needs_echo(shape: Shape, outs: EpSet) -> bool {
-    outs.mask & !shape.parent.map_or(0, |p| 1u64 << p) != 0
+    outs.mask & !shape.parent.map_or(0, EdgeId::bit) != 0
 }
 
 /// Whether a stage sending to `outs` must wait for the invocation's
@@ -251,7 +252,7 @@ fn needs_control_up(shape: Shape, outs: EpSet) -> bool {
 fn all_hold(t: &Terminated, ins: EpSet, seq: u32, k: u32) -> bool {
     ins.iter().all(|e| {
         t.edges
-            .get(usize::from(e))
+            .get(e.index())
             .and_then(|e| e.held.front())
             .is_some_and(|h| h.seq == seq && h.k == k)
     })
@@ -306,7 +307,7 @@ fn up_stage(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) -> b
             };
             for (n, e) in ins.iter().enumerate() {
                 let src = edges
-                    .get(usize::from(e))
+                    .get(e.index())
                     .and_then(|e| e.held.front())
                     .and_then(|h| h.buf.as_ref().get(..len))
                     .unwrap_or(&[]);
@@ -324,7 +325,7 @@ fn up_stage(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) -> b
             let src = ins
                 .iter()
                 .next()
-                .and_then(|e| edges.get(usize::from(e)))
+                .and_then(|e| edges.get(e.index()))
                 .and_then(|e| e.held.front())
                 .and_then(|h| h.buf.as_ref().get(..len));
             match (src, out.get_mut(..len)) {
@@ -335,7 +336,7 @@ fn up_stage(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) -> b
     }
     result.buf.set_len(len);
     for e in ins.iter() {
-        if let Some(edge) = edges.get_mut(usize::from(e)) {
+        if let Some(edge) = edges.get_mut(e.index()) {
             if let Some(h) = edge.held.pop_front() {
                 repost(edge, e, h.index, h.buf);
             }
@@ -347,7 +348,7 @@ fn up_stage(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) -> b
     io.counters.aggregations += 1;
     let rix = u32::try_from(rslot).unwrap_or(u32::MAX);
     for o in outs.iter() {
-        let Some(edge) = edges.get_mut(usize::from(o)) else {
+        let Some(edge) = edges.get_mut(o.index()) else {
             continue;
         };
         if edge
@@ -392,14 +393,14 @@ fn down_stage(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) ->
     };
     let Some(h) = t
         .edges
-        .get_mut(usize::from(from))
+        .get_mut(from.index())
         .and_then(|e| e.held.pop_front())
     else {
         return false;
     };
     let mut sent = 0u32;
     for o in outs.iter().filter(|o| *o != from) {
-        let Some(edge) = t.edges.get_mut(usize::from(o)) else {
+        let Some(edge) = t.edges.get_mut(o.index()) else {
             continue;
         };
         if edge
@@ -416,7 +417,7 @@ fn down_stage(t: &mut Terminated, io: &mut Io<'_>, shape: Shape, slot: usize) ->
             io.drop(EngineDropReason::TxQueueFull);
         }
     }
-    if let Some(e) = t.edges.get_mut(usize::from(from)) {
+    if let Some(e) = t.edges.get_mut(from.index()) {
         if sent == 0 {
             repost(e, from, h.index, h.buf);
         } else {

@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 use super::msg_buf::MsgBuf;
 use crate::engine::aggregate::Reduction;
 use crate::engine::config::{ContextConfig, EngineConfig, INVOCATION_SLOTS};
+use crate::engine::id::EdgeId;
 use crate::engine::invocation::Pattern;
 use crate::psn::Psn;
 use crate::roce::{ConfigError, Mtu, PathConfig, QpConfig, RcQp, WrId};
@@ -31,12 +32,12 @@ pub(crate) enum WrKind {
     Control = 4,
 }
 
-pub(crate) fn wr(kind: WrKind, edge: u16, index: u32) -> WrId {
-    WrId(((kind as u64) << 56) | (u64::from(edge) << 32) | u64::from(index))
+pub(crate) fn wr(kind: WrKind, edge: EdgeId, index: u32) -> WrId {
+    WrId(((kind as u64) << 56) | (u64::from(edge.value()) << 32) | u64::from(index))
 }
 
-pub(crate) fn wr_parts(id: WrId) -> (u8, u16, u32) {
-    ((id.0 >> 56) as u8, (id.0 >> 32) as u16, id.0 as u32)
+pub(crate) fn wr_parts(id: WrId) -> (u8, EdgeId, u32) {
+    ((id.0 >> 56) as u8, EdgeId((id.0 >> 32) as u16), id.0 as u32)
 }
 
 /// A received data message waiting for its aggregation or forwarding.
@@ -175,7 +176,7 @@ impl Terminated {
             let n = recv_bufs(w);
             for b in 0..n {
                 let ix = u32::try_from(b).unwrap_or(u32::MAX);
-                let ep = u16::try_from(i).unwrap_or(u16::MAX);
+                let ep = EdgeId(u16::try_from(i).unwrap_or(u16::MAX));
                 // The queue was sized for these; a refusal leaves it parked.
                 let _ = qp.post_recv(wr(WrKind::Recv, ep, ix), MsgBuf::new(msg));
             }
@@ -244,10 +245,10 @@ impl Terminated {
     pub(crate) fn transmit_edge(
         &mut self,
         io: &mut crate::engine::io::Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         buf: &mut [u8],
     ) -> Result<Option<usize>, crate::roce::ApiError> {
-        let Some(e) = self.edges.get_mut(usize::from(ep)) else {
+        let Some(e) = self.edges.get_mut(ep.index()) else {
             return Ok(None);
         };
         // The edge endpoints' retransmissions count as the switch's, as

@@ -7,6 +7,7 @@ use crate::engine::config::{Peer, Pitfall, INVOCATION_SLOTS};
 use crate::engine::context::Flow;
 use crate::engine::counters::EngineDropReason;
 use crate::engine::endpoint::Response;
+use crate::engine::id::EdgeId;
 use crate::engine::invocation::{Pattern, PipeId};
 use crate::engine::io::{emitted, Io};
 use crate::engine::mode2::{control_packet, result_payload};
@@ -43,7 +44,7 @@ impl Augmented {
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         f: &RoceFrame<'_>,
         h: &EpicHeaderRepr,
     ) {
@@ -78,7 +79,13 @@ impl Augmented {
     }
 
     /// Data in Mode III. [M3-020]
-    pub(crate) fn data_pkt(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+    pub(crate) fn data_pkt(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: EdgeId,
+        f: &RoceFrame<'_>,
+    ) {
         let psn = f.bth.psn;
         let Some(inv) = s.data_invocation(ep, psn) else {
             // Most likely this sender's control message was lost: a gap.
@@ -116,12 +123,19 @@ impl Augmented {
 
     /// A packet behind the pipe's range was aggregated and acknowledged
     /// upstream long ago: re-acknowledge it only. [M3-025]
-    fn behind(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, pipe: PipeId, psn: Psn) -> bool {
+    fn behind(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: EdgeId,
+        pipe: PipeId,
+        psn: Psn,
+    ) -> bool {
         if !psn.is_before(self.pipe(pipe).psn_start) {
             return false;
         }
         io.drop(EngineDropReason::BehindWindow);
-        if let Some(h) = self.hops.get_mut(usize::from(ep)) {
+        if let Some(h) = self.hops.get_mut(ep.index()) {
             if let Some(r) = send_ack(h, Arrival::Duplicate) {
                 s.respond(io, ep, r);
             }
@@ -131,8 +145,8 @@ impl Augmented {
 
     /// A packet that cannot be taken: NAK the gap (once), or re-ACK a
     /// duplicate.
-    fn gap(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, psn: Psn) {
-        let Some(h) = self.hops.get_mut(usize::from(ep)) else {
+    fn gap(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, psn: Psn) {
+        let Some(h) = self.hops.get_mut(ep.index()) else {
             return;
         };
         let arrival = if psn.is_before(h.epsn) {
@@ -151,7 +165,7 @@ impl Augmented {
 
     /// The readiness check, CheckDuplicate, SendAck and AggregateData of
     /// Algorithm 2, lines 30–44. [M3-020]…[M3-024]
-    fn enter(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, pkt: Entering<'_>) {
+    fn enter(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, pkt: Entering<'_>) {
         let Some(inv) = s.invs.get(pkt.inv) else {
             return;
         };
@@ -169,10 +183,7 @@ impl Augmented {
             PipeId::Up => up,
             PipeId::Down => down,
         };
-        let (Some(h), Some(e)) = (
-            hops.get_mut(usize::from(ep)),
-            s.eps.get_mut(usize::from(ep)),
-        ) else {
+        let (Some(h), Some(e)) = (hops.get_mut(ep.index()), s.eps.get_mut(ep.index())) else {
             return;
         };
         let pitfall = io.cfg.pitfall == Some(Pitfall::Mode3WithMode2Recycle);
@@ -256,10 +267,7 @@ impl Augmented {
             }
         }
         self.advance_epsn(s, ep);
-        if let (Some(h), Some(e)) = (
-            self.hops.get_mut(usize::from(ep)),
-            s.eps.get_mut(usize::from(ep)),
-        ) {
+        if let (Some(h), Some(e)) = (self.hops.get_mut(ep.index()), s.eps.get_mut(ep.index())) {
             if let Some(r) = send_ack(h, arrival) {
                 e.queue_response(r);
             }
@@ -285,10 +293,10 @@ impl Augmented {
     /// Moves `epsn` over every PSN that arrived, and over ranges in which
     /// this endpoint sends nothing (reverse-flow ePSN sync). [M3-021]
     /// [CTL-041]
-    fn advance_epsn(&mut self, s: &Shared, ep: u16) {
+    fn advance_epsn(&mut self, s: &Shared, ep: EdgeId) {
         let n = s.cfg.slots as usize;
         for _ in 0..n + INVOCATION_SLOTS {
-            let Some(h) = self.hops.get(usize::from(ep)) else {
+            let Some(h) = self.hops.get(ep.index()) else {
                 return;
             };
             let q = h.epsn;
@@ -307,7 +315,7 @@ impl Augmented {
                     }
                 }
             };
-            if let Some(h) = self.hops.get_mut(usize::from(ep)) {
+            if let Some(h) = self.hops.get_mut(ep.index()) {
                 h.epsn = next;
             }
         }
@@ -396,7 +404,7 @@ impl Augmented {
             let outs = s.shape.outs(pattern, id);
             let acked = outs.iter().all(|o| {
                 self.hops
-                    .get(usize::from(o))
+                    .get(o.index())
                     .is_some_and(|h| !h.last_acked.is_before(q))
             });
             let Augmented { up, down, hops } = self;
@@ -414,7 +422,7 @@ impl Augmented {
             // `regress-ack-far-ahead`: an ACK ~2^23 PSNs ahead.)
             let through = if data && !outs.local {
                 outs.iter()
-                    .filter_map(|o| hops.get(usize::from(o)))
+                    .filter_map(|o| hops.get(o.index()))
                     .map(|h| h.last_acked.distance_from(q))
                     .min()
                     .unwrap_or(0)
@@ -446,7 +454,7 @@ impl Augmented {
                     psn: h.epsn,
                     msn: 0,
                 };
-                s.respond(io, u16::try_from(i).unwrap_or(u16::MAX), r);
+                s.respond(io, EdgeId(u16::try_from(i).unwrap_or(u16::MAX)), r);
             }
         }
         if id == PipeId::Down && s.shape.parent.is_none() {
@@ -479,7 +487,7 @@ impl Augmented {
     fn settle(&mut self, s: &mut Shared, io: &mut Io<'_>) {
         self.advance_pipe(s, io, PipeId::Up);
         self.advance_pipe(s, io, PipeId::Down);
-        for ep in 0..s.shape.eps {
+        for ep in s.shape.edges() {
             self.advance_epsn(s, ep);
             s.list(io, ep);
         }
@@ -487,8 +495,8 @@ impl Augmented {
 
     /// The next PSN endpoint `ep` can send, the pipe holding it and its
     /// invocation slot; skips ranges the endpoint does not carry. [M3-031]
-    pub(crate) fn ready(&self, s: &Shared, ep: u16) -> Option<(Psn, PipeId, usize)> {
-        let h = self.hops.get(usize::from(ep))?;
+    pub(crate) fn ready(&self, s: &Shared, ep: EdgeId) -> Option<(Psn, PipeId, usize)> {
+        let h = self.hops.get(ep.index())?;
         if h.rnr_until.is_some() {
             return None;
         }
@@ -522,7 +530,7 @@ impl Augmented {
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         buf: &mut [u8],
     ) -> Option<usize> {
         let (q, pid, slot_i) = self.ready(s, ep)?;
@@ -536,7 +544,7 @@ impl Augmented {
         let pipe = self.pipe(pid);
         let slot = pipe.slot_of(q);
         let meta = pipe.meta(slot);
-        let e = s.eps.get(usize::from(ep))?;
+        let e = s.eps.get(ep.index())?;
         *io.ident = io.ident.wrapping_add(1);
         let ident = *io.ident;
         let src = io.source();
@@ -575,7 +583,7 @@ impl Augmented {
             }
         };
         let timeout = io.cfg.retransmit_timeout;
-        let h = self.hops.get_mut(usize::from(ep))?;
+        let h = self.hops.get_mut(ep.index())?;
         if !q.is_after(h.max_sent) {
             io.counters.tx_retransmits += 1;
         } else {
@@ -594,13 +602,13 @@ impl Augmented {
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         psn: Psn,
         aeth: AethRepr,
     ) {
         let timeout = io.cfg.retransmit_timeout;
         let now = io.now;
-        let Some(e) = self.hops.get_mut(usize::from(ep)) else {
+        let Some(e) = self.hops.get_mut(ep.index()) else {
             return;
         };
         let (through, resend) = match aeth.syndrome {
@@ -645,7 +653,7 @@ impl Augmented {
         let now = io.now;
         let timeout = io.cfg.retransmit_timeout;
         for (i, e) in self.hops.iter_mut().enumerate() {
-            let i = u16::try_from(i).unwrap_or(u16::MAX);
+            let i = EdgeId(u16::try_from(i).unwrap_or(u16::MAX));
             if e.rnr_until.is_some_and(|t| t <= now) {
                 e.rnr_until = None;
                 s.list(io, i);

@@ -9,6 +9,7 @@ use crate::engine::config::{ContextConfig, INVOCATION_SLOTS};
 use crate::engine::context::{raw_children, ContextFootprint, Flow};
 use crate::engine::counters::EngineDropReason;
 use crate::engine::endpoint::EndpointState;
+use crate::engine::id::EdgeId;
 use crate::engine::invocation::{Invocation, PipeId};
 use crate::engine::io::{emit_cnp, Io};
 use crate::engine::mode::{ack_translated, receive_translated, ModeMachine, Translating};
@@ -60,7 +61,7 @@ impl Augmented {
 }
 
 impl ModeMachine for Augmented {
-    fn receive(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+    fn receive(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>) {
         receive_translated(self, s, io, ep, f);
     }
 
@@ -68,7 +69,7 @@ impl ModeMachine for Augmented {
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         psn: Psn,
         aeth: AethRepr,
     ) -> bool {
@@ -77,15 +78,13 @@ impl ModeMachine for Augmented {
         true
     }
 
-    fn request_psn(&self, s: &Shared, ep: u16, psn: Psn) -> Psn {
+    fn request_psn(&self, s: &Shared, ep: EdgeId, psn: Psn) -> Psn {
         s.group_psn(ep, Flow::In, psn)
     }
 
-    fn has_work(&self, s: &Shared, ep: u16) -> bool {
-        s.eps
-            .get(usize::from(ep))
-            .is_some_and(|e| e.response.is_some())
-            || self.hops.get(usize::from(ep)).is_some_and(|h| h.cnp)
+    fn has_work(&self, s: &Shared, ep: EdgeId) -> bool {
+        s.eps.get(ep.index()).is_some_and(|e| e.response.is_some())
+            || self.hops.get(ep.index()).is_some_and(|h| h.cnp)
             || self.ready(s, ep).is_some()
     }
 
@@ -94,16 +93,16 @@ impl ModeMachine for Augmented {
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         buf: &mut [u8],
     ) -> Option<usize> {
         if let Some(sent) = s.transmit_response(io, ep, buf) {
             return sent;
         }
-        if let Some(h) = self.hops.get_mut(usize::from(ep)).filter(|h| h.cnp) {
+        if let Some(h) = self.hops.get_mut(ep.index()).filter(|h| h.cnp) {
             h.cnp = false;
             io.counters.tx_cnps += 1;
-            let e = s.eps.get(usize::from(ep))?;
+            let e = s.eps.get(ep.index())?;
             return emit_cnp(io, &e.cfg, buf);
         }
         let short = io.counters.drops(EngineDropReason::TxBufferTooSmall);
@@ -173,18 +172,18 @@ impl Translating for Augmented {
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
-        ep: u16,
+        ep: EdgeId,
         f: &RoceFrame<'_>,
         h: &EpicHeaderRepr,
     ) {
         self.control_msg(s, io, ep, f, h);
     }
 
-    fn data(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, f: &RoceFrame<'_>) {
+    fn data(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>) {
         self.data_pkt(s, io, ep, f);
     }
 
-    fn ack(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: u16, psn: Psn, aeth: AethRepr) {
+    fn ack(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, psn: Psn, aeth: AethRepr) {
         self.ack_msg(s, io, ep, psn, aeth);
     }
 }

@@ -3,15 +3,16 @@
 
 use alloc::vec::Vec;
 
+use crate::engine::id::{ContextSlot, EdgeId};
 use crate::wire::Qpn;
 
 /// Where a packet belongs: context index and endpoint index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Entry {
     /// The context's slot in the engine, unchanged while it lives.
-    pub ctx: u16,
-    /// Endpoint index in the context.
-    pub ep: u16,
+    pub ctx: ContextSlot,
+    /// The endpoint's edge in the context.
+    pub ep: EdgeId,
 }
 
 /// A fixed-capacity exact-match table keyed by local QP number, kept
@@ -67,7 +68,7 @@ impl LookupTable {
 
     /// Removes every entry of the context in slot `ctx`; the other
     /// contexts keep their slots. [ENG-010]
-    pub fn remove_context(&mut self, ctx: u16) {
+    pub fn remove_context(&mut self, ctx: ContextSlot) {
         self.entries.retain(|e| e.1.ctx != ctx);
     }
 
@@ -94,16 +95,61 @@ mod tests {
     #[test]
     fn lookup_table_matches_exactly() {
         let mut t = LookupTable::new(3);
-        assert!(t.insert(q(30), Entry { ctx: 0, ep: 1 }));
-        assert!(t.insert(q(10), Entry { ctx: 1, ep: 0 }));
-        assert!(!t.insert(q(10), Entry { ctx: 1, ep: 2 }));
-        assert!(t.insert(q(20), Entry { ctx: 1, ep: 1 }));
-        assert!(!t.insert(q(40), Entry { ctx: 2, ep: 0 }), "full");
-        assert_eq!(t.lookup(q(20)), Some(Entry { ctx: 1, ep: 1 }));
+        assert!(t.insert(
+            q(30),
+            Entry {
+                ctx: ContextSlot(0),
+                ep: EdgeId(1)
+            }
+        ));
+        assert!(t.insert(
+            q(10),
+            Entry {
+                ctx: ContextSlot(1),
+                ep: EdgeId(0)
+            }
+        ));
+        assert!(!t.insert(
+            q(10),
+            Entry {
+                ctx: ContextSlot(1),
+                ep: EdgeId(2)
+            }
+        ));
+        assert!(t.insert(
+            q(20),
+            Entry {
+                ctx: ContextSlot(1),
+                ep: EdgeId(1)
+            }
+        ));
+        assert!(
+            !t.insert(
+                q(40),
+                Entry {
+                    ctx: ContextSlot(2),
+                    ep: EdgeId(0)
+                }
+            ),
+            "full"
+        );
+        assert_eq!(
+            t.lookup(q(20)),
+            Some(Entry {
+                ctx: ContextSlot(1),
+                ep: EdgeId(1)
+            })
+        );
         assert_eq!(t.lookup(q(21)), None);
-        t.remove_context(0);
+        t.remove_context(ContextSlot(0));
         assert_eq!(t.lookup(q(30)), None);
-        assert_eq!(t.lookup(q(10)), Some(Entry { ctx: 1, ep: 0 }));
+        assert_eq!(
+            t.lookup(q(10)),
+            Some(Entry {
+                ctx: ContextSlot(1),
+                ep: EdgeId(0)
+            })
+        );
         assert_eq!(t.free(), 1);
     }
 }

@@ -1,11 +1,12 @@
 //! ReplicateData (DuplicateData in Algorithm 1): the output endpoints a
 //! result fans out to. [ENG-052]
 
+use crate::engine::id::EdgeId;
 use crate::engine::invocation::EpSet;
 
 /// The endpoints a packet is copied to, in endpoint order; `except`
 /// (the arrival endpoint) never gets its own packet back. [ENG-052]
-pub(crate) fn replicate_data(outs: EpSet, except: Option<u16>) -> impl Iterator<Item = u16> {
+pub(crate) fn replicate_data(outs: EpSet, except: Option<EdgeId>) -> impl Iterator<Item = EdgeId> {
     outs.iter().filter(move |e| Some(*e) != except)
 }
 
@@ -20,7 +21,7 @@ mod tests {
             mask: 0b1011,
             local: false,
         };
-        let v: std::vec::Vec<u16> = replicate_data(outs, Some(1)).collect();
-        assert_eq!(v, [0, 3]);
+        let v: std::vec::Vec<EdgeId> = replicate_data(outs, Some(EdgeId(1))).collect();
+        assert_eq!(v, [EdgeId(0), EdgeId(3)]);
     }
 }

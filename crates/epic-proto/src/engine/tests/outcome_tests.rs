@@ -60,7 +60,7 @@ fn drops_report_their_reason_and_class() {
     assert_eq!(out.context, None);
     assert_eq!(out.drop_reason(), Some(EngineDropReason::UnknownQp));
     assert_eq!(
-        out.drops.iter().collect::<vec::Vec<_>>(),
+        out.drops.iter().collect::<Vec<_>>(),
         [(EngineDropReason::UnknownQp, 1)]
     );
     assert_eq!(
