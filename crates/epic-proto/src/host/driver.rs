@@ -275,14 +275,13 @@ impl HostRank {
         Ok(())
     }
 
-    /// Feeds a received frame (to the lane its destination QP names).
-    /// [HOST-020]
+    /// Feeds a received frame (to the lane its destination QP names),
+    /// parsed and verified once here. [HOST-020] [RC-006]
     pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
-        let i = lane_of(&self.lanes, frame);
-        if let Some(l) = self.lanes.get_mut(i) {
-            l.qp.handle_frame(now, frame);
+        match RoceFrame::parse_verified_transport(frame) {
+            Ok(f) => self.handle_verified(now, &f),
+            Err(e) => self.handle_refused(now, frame, &e),
         }
-        self.pump(now);
     }
 
     /// Feeds a frame already parsed and verified once by the driver
