@@ -10,6 +10,7 @@
 //! and reports the moves for the manager to push as relocations.
 //! [MGR-031]
 
+use crate::inconsistency::ArenaFault;
 use std::collections::BTreeMap;
 
 use epic_control::Region;
@@ -258,7 +259,7 @@ impl Arena {
     /// The arena's own consistency: regions and holes tile it exactly, no
     /// two holes touch, everything aligned. For tests and after loading
     /// from disk.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ArenaFault> {
         let mut spans: Vec<(u64, u64, bool)> = self
             .used
             .iter()
@@ -270,19 +271,22 @@ impl Arena {
         let mut last_free = false;
         for (o, l, used) in spans {
             if o != at {
-                return Err(format!("gap or overlap at {at} (next span at {o})"));
+                return Err(ArenaFault::Gap { at, next: o });
             }
             if l == 0 || !o.is_multiple_of(ARENA_ALIGN) || !l.is_multiple_of(ARENA_ALIGN) {
-                return Err(format!("span {o}+{l} empty or misaligned"));
+                return Err(ArenaFault::Span { offset: o, len: l });
             }
             if !used && last_free {
-                return Err(format!("holes touch at {o}"));
+                return Err(ArenaFault::HolesTouch { at: o });
             }
             last_free = !used;
             at = o + l;
         }
         if at != self.size {
-            return Err(format!("spans end at {at}, the arena at {}", self.size));
+            return Err(ArenaFault::End {
+                end: at,
+                size: self.size,
+            });
         }
         Ok(())
     }
@@ -389,7 +393,7 @@ mod tests {
                     let r = live.swap_remove(pick.index(live.len()));
                     prop_assert_eq!(a.release(r.offset).unwrap(), r);
                 }
-                a.check().map_err(TestCaseError::fail)?;
+                a.check().map_err(|e| TestCaseError::fail(e.to_string()))?;
                 let mut sorted = live.clone();
                 sorted.sort();
                 for w in sorted.windows(2) {

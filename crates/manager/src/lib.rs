@@ -8,6 +8,7 @@ pub mod arena;
 pub mod error;
 pub mod fabric;
 pub mod group;
+pub mod inconsistency;
 pub mod policy;
 pub mod registry;
 pub mod resources;
@@ -18,6 +19,7 @@ pub mod tree;
 
 pub use arena::{Arena, ArenaError};
 pub use error::{Fallback, GrantMisfit, GroupRef, ManagerError, StoreError};
+pub use inconsistency::Inconsistency;
 pub use policy::Policy;
 pub use registry::{GroupState, InitOutcome, Registry};
 pub use topology::{HostId, LinkId, SwitchId, Topology};

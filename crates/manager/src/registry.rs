@@ -5,6 +5,7 @@
 //! losing a switch breaks its groups. The gRPC service drives this; tests
 //! drive it directly. [MGR-042]
 
+use crate::inconsistency::Inconsistency;
 use std::collections::{BTreeMap, BTreeSet};
 
 use epic_proto::wire::GroupId;
@@ -289,15 +290,22 @@ impl Registry {
 
     /// Registry-level invariants on top of [`Resources::check`]: names,
     /// states and grants agree.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Inconsistency> {
         self.res.check(&self.topo)?;
         if self.names.len() != self.res.grants().len() || self.states.len() != self.names.len() {
-            return Err("names, states and grants differ in number".into());
+            return Err(Inconsistency::RegistryCounts);
         }
         for (name, id) in &self.names {
-            let g = self.res.grants().get(id).ok_or("name without grant")?;
+            let g = self
+                .res
+                .grants()
+                .get(id)
+                .ok_or_else(|| Inconsistency::NameWithoutGrant(name.clone()))?;
             if &g.request.name != name {
-                return Err(format!("name {name} points at {}", g.request.name));
+                return Err(Inconsistency::NameMismatch {
+                    name: name.clone(),
+                    grant: g.request.name.clone(),
+                });
             }
         }
         Ok(())

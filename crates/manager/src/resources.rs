@@ -5,6 +5,7 @@
 //! it is taken, and a release gives back exactly what the grant took.
 //! [MGR-032]
 
+use crate::inconsistency::{GroupFault, Inconsistency, SwitchFault};
 use std::collections::{BTreeMap, BTreeSet};
 
 use epic_control::request::{lanes, GroupRequest};
@@ -464,27 +465,31 @@ impl Resources {
     /// grants, duty cycles within 1, edge-disjoint trees disjoint, loads
     /// and counts equal to the sums over grants, every grant's tree a tree
     /// over exactly its members. For tests and after a restore. [MGR-033]
-    pub fn check(&self, topo: &Topology) -> Result<(), String> {
+    pub fn check(&self, topo: &Topology) -> Result<(), Inconsistency> {
         for (i, a) in self.arenas.iter().enumerate() {
-            a.check().map_err(|e| format!("switch {i}: {e}"))?;
+            let fault = |fault| Inconsistency::Switch { switch: i, fault };
+            a.check().map_err(|e| fault(SwitchFault::Arena(e)))?;
             if a.used_bytes() > a.size() {
-                return Err(format!("switch {i} overcommitted"));
+                return Err(fault(SwitchFault::Overcommitted));
             }
-            let blocks = self.blocks.get(i).ok_or("blocks")?;
+            let blocks = self
+                .blocks
+                .get(i)
+                .ok_or_else(|| fault(SwitchFault::NoBlocks))?;
             let regions: Vec<Region> = a.regions().collect();
             let from_blocks: Vec<Region> = blocks
                 .iter()
                 .map(|(&offset, b)| Region { offset, len: b.len })
                 .collect();
             if regions != from_blocks {
-                return Err(format!("switch {i}: blocks and arena disagree"));
+                return Err(fault(SwitchFault::BlocksDisagree));
             }
-            for b in blocks.values() {
+            for (&offset, b) in blocks {
                 if b.duty_permille > 1000
                     || b.tenants.is_empty()
                     || (!b.shared && b.tenants.len() > 1)
                 {
-                    return Err(format!("switch {i}: block oversubscribed {b:?}"));
+                    return Err(fault(SwitchFault::Oversubscribed { offset }));
                 }
             }
         }
@@ -493,28 +498,30 @@ impl Resources {
         let mut access = vec![0u64; self.access_load.len()];
         let mut edt = BTreeSet::new();
         for (id, g) in &self.grants {
-            g.tree.check(topo).map_err(|e| format!("group {id}: {e}"))?;
-            let hosts = member_hosts(&g.request, topo).map_err(|ip| format!("group {id}: {ip}"))?;
+            let fault = |fault| Inconsistency::Group { group: *id, fault };
+            g.tree.check(topo).map_err(|e| fault(GroupFault::Tree(e)))?;
+            let hosts = member_hosts(&g.request, topo)
+                .map_err(|ip| fault(GroupFault::UnknownMember(ip)))?;
             if hosts != g.tree.members {
-                return Err(format!("group {id}: tree members are not the request's"));
+                return Err(fault(GroupFault::Members));
             }
             for (p, n) in g.parts.iter().zip(&g.tree.nodes) {
                 if p.part.switch != n.switch {
-                    return Err(format!("group {id}: parts out of tree order"));
+                    return Err(fault(GroupFault::PartsOutOfOrder));
                 }
                 let s = n.switch.0 as usize;
+                let (offset, len) = (p.region.offset, p.region.len);
                 let b = self
                     .blocks
                     .get(s)
-                    .and_then(|b| b.get(&p.region.offset))
-                    .ok_or(format!("group {id}: no block at {:?}", p.region))?;
-                if !b.tenants.contains(id) || b.len != p.region.len || p.part.sram > b.len {
-                    return Err(format!(
-                        "group {id}: block {b:?} does not hold {:?}",
-                        p.region
-                    ));
+                    .and_then(|b| b.get(&offset))
+                    .ok_or_else(|| fault(GroupFault::NoBlock { offset, len }))?;
+                if !b.tenants.contains(id) || b.len != len || p.part.sram > b.len {
+                    return Err(fault(GroupFault::BlockMismatch { offset, len }));
                 }
-                *contexts.get_mut(s).ok_or("switch")? += 1;
+                *contexts
+                    .get_mut(s)
+                    .ok_or_else(|| fault(GroupFault::NoSwitch))? += 1;
             }
             for e in g.tree.edges() {
                 match e {
@@ -522,15 +529,15 @@ impl Resources {
                     Edge::Access(h) => add(&mut access, h.0, u64::from(g.request.gbps)),
                 }
                 if g.policy == Policy::EdgeDisjoint && !edt.insert(e) {
-                    return Err(format!("group {id}: edge {e:?} shared under EDT"));
+                    return Err(fault(GroupFault::SharedEdge(e)));
                 }
             }
         }
         if contexts != self.contexts || links != self.link_load || access != self.access_load {
-            return Err("counts or loads differ from the grants'".into());
+            return Err(Inconsistency::Loads);
         }
         if edt != self.edt {
-            return Err("EDT edges differ from the grants'".into());
+            return Err(Inconsistency::EdtEdges);
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! member's leaf by going down only, over the edges and switches a policy
 //! still allows. [MGR-020]
 
+use crate::inconsistency::TreeFault;
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
@@ -96,40 +97,45 @@ impl PlacedTree {
     /// Whether this is a tree over exactly `members` on `topo`: parents
     /// before children and cabled to them by the named link, every member
     /// on a node's leaf, every leaf node holding a member. [MGR-021]
-    pub fn check(&self, topo: &Topology) -> Result<(), String> {
+    pub fn check(&self, topo: &Topology) -> Result<(), TreeFault> {
         if self.nodes.is_empty() {
-            return Err("no switches".into());
+            return Err(TreeFault::Empty);
         }
         let mut seen = std::collections::HashSet::new();
         for (i, n) in self.nodes.iter().enumerate() {
             if !seen.insert(n.switch) {
-                return Err(format!("{} twice", n.switch));
+                return Err(TreeFault::SwitchTwice(n.switch));
             }
             match n.parent {
-                None if i != 0 => return Err(format!("node {i} has no parent")),
-                Some(_) if i == 0 => return Err("the root has a parent".into()),
+                None if i != 0 => return Err(TreeFault::NoParent(i)),
+                Some(_) if i == 0 => return Err(TreeFault::RootHasParent),
                 Some((p, l)) => {
                     let parent = self
                         .nodes
                         .get(p)
                         .filter(|_| p < i)
-                        .ok_or("parent after child")?;
-                    let link = topo.link(l).ok_or("no such link")?;
-                    let (_, far) = link.from_side(n.switch).ok_or("link not at the switch")?;
+                        .ok_or(TreeFault::ParentAfterChild(i))?;
+                    let link = topo.link(l).ok_or(TreeFault::NoSuchLink(l))?;
+                    let (_, far) = link
+                        .from_side(n.switch)
+                        .ok_or(TreeFault::LinkNotAtSwitch { link: l, node: i })?;
                     if far.switch != parent.switch {
-                        return Err(format!("link {} does not join node {i} to its parent", l.0));
+                        return Err(TreeFault::LinkNotToParent { link: l, node: i });
                     }
                 }
                 None => {}
             }
             for h in &n.hosts {
-                let host = topo.host(*h).ok_or("no such host")?;
+                let host = topo.host(*h).ok_or(TreeFault::NoSuchHost(*h))?;
                 if host.switch != n.switch {
-                    return Err(format!("{h} is not cabled to {}", n.switch));
+                    return Err(TreeFault::NotCabled {
+                        host: *h,
+                        switch: n.switch,
+                    });
                 }
             }
             if n.hosts.is_empty() && self.children(i).next().is_none() {
-                return Err(format!("node {i} leads to no member"));
+                return Err(TreeFault::NoMember(i));
             }
         }
         let mut on_tree: Vec<HostId> = self.nodes.iter().flat_map(|n| n.hosts.clone()).collect();
@@ -137,10 +143,10 @@ impl PlacedTree {
         on_tree.sort_unstable();
         members.sort_unstable();
         if on_tree != members {
-            return Err("the tree's hosts are not the members".into());
+            return Err(TreeFault::HostsNotMembers);
         }
         if members.windows(2).any(|w| w.first() == w.get(1)) {
-            return Err("a member twice".into());
+            return Err(TreeFault::MemberTwice);
         }
         Ok(())
     }
@@ -319,6 +325,30 @@ mod tests {
         }
         // Every tier's candidates without lowest_only.
         assert_eq!(candidates(&t, &hosts(&[0, 2]), &All, false).len(), 2 + 4);
+    }
+
+    /// [MGR-021] A broken tree says which invariant it breaks, typed.
+    #[test]
+    fn broken_trees_name_their_fault() {
+        let t = ClosSpec::fat_tree(4)
+            .build(&Capabilities::full(1 << 20))
+            .unwrap();
+        let good = candidates(&t, &hosts(&[0, 4, 15]), &All, true).remove(0);
+        good.check(&t).unwrap();
+        let empty = PlacedTree {
+            nodes: Vec::new(),
+            members: good.members.clone(),
+        };
+        assert_eq!(empty.check(&t), Err(TreeFault::Empty));
+        let mut twice = good.clone();
+        twice.members.push(twice.members[0]);
+        assert_eq!(twice.check(&t), Err(TreeFault::HostsNotMembers));
+        let mut orphan = good.clone();
+        orphan.nodes[1].parent = None;
+        assert_eq!(orphan.check(&t), Err(TreeFault::NoParent(1)));
+        let mut rooted = good.clone();
+        rooted.nodes[0].parent = rooted.nodes[1].parent;
+        assert_eq!(rooted.check(&t), Err(TreeFault::RootHasParent));
     }
 
     struct NoLink(LinkId);

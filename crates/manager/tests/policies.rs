@@ -124,7 +124,8 @@ fn run(policy: Policy, k: u16, steps: &[Step]) -> Result<(), TestCaseError> {
     for name in live {
         reg.destroy(&name).unwrap();
     }
-    reg.check().map_err(TestCaseError::fail)?;
+    reg.check()
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
     for (sw, _) in topo.switches().iter().enumerate() {
         let a = reg.resources().arena(manager::SwitchId(sw as u32)).unwrap();
         prop_assert_eq!(a.free_bytes(), a.size());
