@@ -12,7 +12,7 @@
 //! once both counters are past F by i·R_HAI (hyper increase).
 //!
 //! # Call order
-//! Like [`RcQp`](crate::roce::RcQp) (`alloc` feature), in the quinn-proto
+//! Like `roce::RcQp` (feature `alloc`), in the quinn-proto
 //! shape:
 //! 1. before sending a frame of n bytes, wait until
 //!    [`earliest`](ReactionPoint::earliest)`(now)`; after sending it, call
