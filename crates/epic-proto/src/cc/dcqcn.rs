@@ -44,8 +44,8 @@ const NS_PER_S: u128 = 1_000_000_000;
 
 /// The reaction point's constants. [CC-025]
 ///
-/// The defaults are the DCQCN paper's where it gives one (g, the α and
-/// increase periods, B, F, R_AI) and ours otherwise, each with why.
+/// The defaults are DCQCN's (the paper and its authors' simulator) where
+/// they give one and ours otherwise, each with why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DcqcnConfig {
@@ -66,7 +66,8 @@ pub struct DcqcnConfig {
     /// The α timer: α decays by (1 − g) once per period without a CNP
     /// (default 55 µs, the paper's).
     pub alpha_period: Duration,
-    /// T, the rate-increase timer (default 55 µs, the paper's).
+    /// T, the rate-increase timer (default 55 µs, the period of the α
+    /// timer; the DCQCN authors' simulator uses 60 µs).
     pub increase_period: Duration,
     /// B, the byte counter: one increase event per B bytes sent (default
     /// 10 MiB, the paper's 10 MB).
@@ -77,10 +78,9 @@ pub struct DcqcnConfig {
     /// R_AI, the additive increase of the target rate (default 40 Mbit/s,
     /// the paper's).
     pub ai_rate_bps: u64,
-    /// R_HAI, the hyper increase step (default 400 Mbit/s, 10·R_AI: the
-    /// paper leaves it a parameter; ten times R_AI is the ratio NIC
-    /// firmware ships, and reaches line rate from half of it in well under
-    /// a millisecond of hyper increase).
+    /// R_HAI, the hyper increase step (default 200 Mbit/s, 5·R_AI: the
+    /// value of the DCQCN authors' packet simulator, `ns3-rdma`'s
+    /// `mix/config.txt`, beside its R_AI of 40 Mbit/s).
     pub hai_rate_bps: u64,
 }
 
@@ -96,7 +96,7 @@ impl DcqcnConfig {
         byte_counter_bytes: 10 * 1024 * 1024,
         fast_recovery_stages: 5,
         ai_rate_bps: 40_000_000,
-        hai_rate_bps: 400_000_000,
+        hai_rate_bps: 200_000_000,
     };
 
     /// The defaults at another line rate.

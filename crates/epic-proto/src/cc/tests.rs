@@ -274,8 +274,8 @@ fn fast_recovery_then_additive_increase() {
 
 /// [CC-023] Byte counter and timer together: fast recovery while both
 /// stages are ≤ F; additive once one passes F; hyper by i·R_HAI with
-/// i = min − F once both do: Rt 50 → 50.04 (A) → 50.44 (H, i = 1) →
-/// 50.84 (H, i = 1) → 51.64 G (H, i = 2).
+/// i = min − F once both do: Rt 50 → 50.04 (A) → 50.24 (H, i = 1) →
+/// 50.44 (H, i = 1) → 50.84 G (H, i = 2).
 #[test]
 fn byte_counter_and_hyper_increase() {
     let cfg = DcqcnConfig {
@@ -297,11 +297,11 @@ fn byte_counter_and_hyper_increase() {
     rp.on_sent(at_us(300), 1_000); // bytes 6, timer 5: additive
     assert_eq!(rp.target_rate(), 50_040_000_000);
     rp.handle_timeout(at_us(330)); // timer 6: hyper, i = 1
-    assert_eq!(rp.target_rate(), 50_440_000_000);
+    assert_eq!(rp.target_rate(), 50_240_000_000);
     rp.on_sent(at_us(331), 1_000); // bytes 7, min 6: i = 1
-    assert_eq!(rp.target_rate(), 50_840_000_000);
+    assert_eq!(rp.target_rate(), 50_440_000_000);
     rp.handle_timeout(at_us(385)); // timer 7, min 7: i = 2
-    assert_eq!(rp.target_rate(), 51_640_000_000);
+    assert_eq!(rp.target_rate(), 50_840_000_000);
     let c = rp.counters();
     assert_eq!((c.additive_increases, c.hyper_increases), (1, 3));
     assert_eq!((c.byte_counter_events, c.timer_events), (7, 7));
