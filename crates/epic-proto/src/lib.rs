@@ -9,6 +9,9 @@
 //!   ImmDt, IETH, DETH, AtomicETH, AtomicAckETH, CNP) and the EPIC Collective
 //!   Header; whole-frame parsing with typed errors; ICRC; header rewrites.
 //! - [`psn`]: the 24-bit packet sequence number with serial arithmetic.
+//! - [`cc`]: timers from measured RTT (RFC 6298, Karn, tail-loss probe)
+//!   and DCQCN congestion control (reaction, notification and congestion
+//!   points), sans-IO.
 //! - `trace` (features `serde` + `alloc`): one serializable record per
 //!   captured frame, the schema of `epic decode --format json`.
 //!
@@ -45,6 +48,7 @@ extern crate alloc;
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+pub mod cc;
 pub mod engine;
 #[cfg(feature = "alloc")]
 pub mod host;
