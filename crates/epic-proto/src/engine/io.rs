@@ -5,6 +5,7 @@
 //! nothing of the engine's own state. [ENG-020]
 
 use alloc::vec::Vec;
+use core::cell::Cell;
 
 use super::arena::Arena;
 #[cfg(feature = "mutants")]
@@ -13,11 +14,11 @@ use super::config::{EndpointConfig, EngineConfig};
 use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
 use super::endpoint::Response;
 use super::id::ContextId;
-use super::modules::translate_header::{translate_header, Outgoing, Source};
+use super::modules::translate_header::{translate_header, translate_with_crc, Outgoing, Source};
 use super::txq::{TxQueue, WorkList};
 use crate::roce::rxe_udp_sport;
 use crate::time::Instant;
-use crate::wire::{AckFrameRepr, AethRepr, CnpRepr, EmitError, ExtHeaders, Opcode};
+use crate::wire::{AckFrameRepr, AethRepr, CnpRepr, EmitError, ExtHeaders, Opcode, PayloadCrc};
 
 /// Everything the packet path may touch besides one context.
 pub(crate) struct Io<'a> {
@@ -68,6 +69,54 @@ pub(crate) fn queue_frame(io: &mut Io<'_>, ep: &EndpointConfig, pkt: &Outgoing, 
     let src = io.source();
     let ok = io.txq.push_with(ep.port, Some(io.id), |buf| {
         translate_header(src, ident, ep, pkt, payload, buf)
+    });
+    if !ok {
+        io.drop(EngineDropReason::TxQueueFull);
+    }
+}
+
+/// A payload that goes out in several frames (a fan-out), whose CRC is
+/// computed at the first of them and combined with the headers of each:
+/// one pass over the payload for all the copies instead of one per copy.
+/// [ENG-052] [WIRE-072]
+pub(crate) struct SharedPayload<'a> {
+    bytes: &'a [u8],
+    crc: Cell<Option<PayloadCrc>>,
+}
+
+impl<'a> SharedPayload<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> SharedPayload<'a> {
+        SharedPayload {
+            bytes,
+            crc: Cell::new(None),
+        }
+    }
+
+    /// The payload's CRC, computed at the first call.
+    fn crc(&self) -> PayloadCrc {
+        match self.crc.get() {
+            Some(c) => c,
+            None => {
+                let c = PayloadCrc::new(self.bytes);
+                self.crc.set(Some(c));
+                c
+            }
+        }
+    }
+}
+
+/// [`queue_frame`] for one copy of a fan-out. [ENG-052] [WIRE-072]
+pub(crate) fn queue_shared(
+    io: &mut Io<'_>,
+    ep: &EndpointConfig,
+    pkt: &Outgoing,
+    payload: &SharedPayload<'_>,
+) {
+    *io.ident = io.ident.wrapping_add(1);
+    let ident = *io.ident;
+    let src = io.source();
+    let ok = io.txq.push_with(ep.port, Some(io.id), |buf| {
+        translate_with_crc(src, ident, ep, pkt, payload.bytes, &payload.crc(), buf)
     });
     if !ok {
         io.drop(EngineDropReason::TxQueueFull);

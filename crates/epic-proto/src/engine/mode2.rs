@@ -12,7 +12,7 @@ use super::context::Flow;
 use super::counters::EngineDropReason;
 use super::endpoint::Response;
 use super::invocation::{EpSet, Pattern, PipeId};
-use super::io::{queue_frame, Io};
+use super::io::{queue_frame, queue_shared, Io, SharedPayload};
 use super::modules::aggregate_data::aggregate_data;
 use super::modules::check_duplicate::check_duplicate;
 use super::modules::recycle_buffer::recycle_buffer;
@@ -179,9 +179,10 @@ impl Context {
                     becn: false,
                     ext: ExtHeaders::default(),
                 };
+                let payload = SharedPayload::new(f.payload);
                 for out in replicate_data(outs, Some(ep)) {
                     if let Some(e) = self.eps.get(usize::from(out)) {
-                        queue_frame(io, &e.cfg, &pkt, f.payload);
+                        queue_shared(io, &e.cfg, &pkt, &payload);
                     }
                 }
             }
@@ -302,10 +303,10 @@ impl Context {
                 becn: false,
                 ext: ExtHeaders::default(),
             };
-            let payload = scratch.get(..len).unwrap_or(&[]);
+            let payload = SharedPayload::new(scratch.get(..len).unwrap_or(&[]));
             for out in replicate_data(outs, None) {
                 if let Some(e) = self.eps.get(usize::from(out)) {
-                    queue_frame(io, &e.cfg, &pkt, payload);
+                    queue_shared(io, &e.cfg, &pkt, &payload);
                 }
             }
         }

@@ -17,7 +17,7 @@ use super::modules::receive_ack::receive_ack;
 use super::modules::recycle_buffer::recycle_buffer;
 use super::modules::retransmission::retransmission;
 use super::modules::send_ack::{send_ack, Arrival};
-use super::modules::translate_header::{translate_header, Outgoing};
+use super::modules::translate_header::{translate_header, translate_with_crc, Outgoing};
 use crate::psn::Psn;
 use crate::roce::rnr_delay;
 use crate::wire::{
@@ -553,8 +553,11 @@ impl Context {
                     r?
                 }
                 None => {
-                    let payload = pipe.acc(slot).get(..n)?;
-                    let r = translate_header(src, ident, &e.cfg, &pkt, payload, buf);
+                    // One CRC of the slot's payload for all its copies. [WIRE-072]
+                    let [up, down] = &mut self.pipes;
+                    let pipe = if pid == PipeId::Up { up } else { down };
+                    let (payload, crc) = pipe.payload_with_crc(slot, n)?;
+                    let r = translate_with_crc(src, ident, &e.cfg, &pkt, payload, &crc, buf);
                     emitted(io, r)?
                 }
             }

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 
 use super::invocation::PipeId;
 use crate::psn::Psn;
+use crate::wire::PayloadCrc;
 
 /// What a switch records beside a slot's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -44,8 +45,41 @@ pub struct Pipe {
     raw: Vec<u8>,
     degree: Vec<u8>,
     meta: Vec<SlotMeta>,
+    /// The CRC of each slot's payload as sent, once computed.
+    crcs: SlotCrcs,
     /// Mode III: the first PSN of the valid range [psnStart, psnStart+N).
     pub(crate) psn_start: Psn,
+}
+
+/// The CRC of each slot's first bytes, kept for the frames that send them
+/// as they are (Mode III's Down pipe: one payload, K endpoints, and every
+/// retransmission): computed at the first, combined with each frame's
+/// headers after that. [WIRE-072]
+///
+/// Only a cache: any mutable access to a slot's accumulator, and clearing
+/// the slot, forgets its entry; the arena is not charged for it, and it
+/// takes no part in comparing or hashing a pipe (the engine's state).
+#[derive(Debug, Clone, Default)]
+struct SlotCrcs(Vec<Option<PayloadCrc>>);
+
+impl SlotCrcs {
+    fn forget(&mut self, slot: usize) {
+        if let Some(c) = self.0.get_mut(slot) {
+            *c = None;
+        }
+    }
+}
+
+impl PartialEq for SlotCrcs {
+    fn eq(&self, _: &SlotCrcs) -> bool {
+        true
+    }
+}
+
+impl Eq for SlotCrcs {}
+
+impl core::hash::Hash for SlotCrcs {
+    fn hash<H: core::hash::Hasher>(&self, _: &mut H) {}
 }
 
 impl Pipe {
@@ -70,6 +104,7 @@ impl Pipe {
             raw: vec![0; slots * raw_children * raw_bytes],
             degree: vec![0; slots],
             meta: vec![SlotMeta::default(); slots],
+            crcs: SlotCrcs(vec![None; slots]),
             psn_start: start,
         }
     }
@@ -123,8 +158,27 @@ impl Pipe {
         self.payload.get(at..at + self.slot_bytes).unwrap_or(&[])
     }
 
+    /// The first `len` bytes of a slot's accumulator, sent as they are
+    /// (data that is not reduced), and their CRC: computed at the first
+    /// call and kept until the slot changes. [WIRE-072]
+    pub(crate) fn payload_with_crc(
+        &mut self,
+        slot: usize,
+        len: usize,
+    ) -> Option<(&[u8], PayloadCrc)> {
+        let at = slot * self.slot_bytes;
+        let bytes = self.payload.get(at..at + self.slot_bytes)?.get(..len)?;
+        let cached = self.crcs.0.get_mut(slot)?;
+        let crc = match cached {
+            Some(c) if c.len() == len => *c,
+            _ => *cached.insert(PayloadCrc::new(bytes)),
+        };
+        Some((bytes, crc))
+    }
+
     /// The whole accumulator of a slot, mutable.
     pub(crate) fn acc_mut(&mut self, slot: usize) -> &mut [u8] {
+        self.crcs.forget(slot);
         let at = slot * self.slot_bytes;
         self.payload
             .get_mut(at..at + self.slot_bytes)
@@ -140,6 +194,7 @@ impl Pipe {
     /// The accumulator and every child buffer of a slot, split for a
     /// reduction in child order.
     pub(crate) fn acc_and_raw(&mut self, slot: usize) -> (&mut [u8], &[u8]) {
+        self.crcs.forget(slot);
         let at = slot * self.slot_bytes;
         let acc = self
             .payload
@@ -156,6 +211,7 @@ impl Pipe {
     ///
     /// [`Reduction::load`]: super::aggregate::Reduction::load
     pub(crate) fn clear(&mut self, slot: usize) {
+        self.crcs.forget(slot);
         if let Some(d) = self.degree.get_mut(slot) {
             *d = 0;
         }

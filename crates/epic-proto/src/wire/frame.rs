@@ -12,6 +12,7 @@
 //! padding) are ignored. [WIRE-022]
 
 use super::field;
+use super::icrc::PayloadCrc;
 use super::{
     icrc, BthPacket, BthRepr, EmitError, EpicHeaderPacket, EpicHeaderRepr, Error, ErrorKind,
     EtherType, EthernetFrame, EthernetRepr, ExtHeaders, HeaderLayout, IpProtocol, Ipv4Packet,
@@ -667,6 +668,30 @@ impl RoceFrameRepr {
     /// headers must be exactly those the opcode carries (any for an unknown
     /// opcode). [WIRE-001]
     pub fn emit(&self, payload: &[u8], buf: &mut [u8]) -> Result<usize, EmitError> {
+        self.emit_inner(payload, None, buf)
+    }
+
+    /// [`emit`](Self::emit) for a payload whose CRC was computed once for
+    /// all the frames that carry it: the ICRC combines it with these
+    /// headers instead of hashing the payload again. The bytes written are
+    /// those `emit` writes. A `crc` computed over another length is not
+    /// used. [WIRE-001] [WIRE-072]
+    pub fn emit_with_crc(
+        &self,
+        payload: &[u8],
+        crc: &PayloadCrc,
+        buf: &mut [u8],
+    ) -> Result<usize, EmitError> {
+        let crc = (crc.len() == payload.len()).then_some(crc);
+        self.emit_inner(payload, crc, buf)
+    }
+
+    fn emit_inner(
+        &self,
+        payload: &[u8],
+        crc: Option<&PayloadCrc>,
+        buf: &mut [u8],
+    ) -> Result<usize, EmitError> {
         if let Some(layout) = self.bth.opcode.layout() {
             let wanted = HeaderLayout {
                 payload: false,
@@ -699,11 +724,17 @@ impl RoceFrameRepr {
         r.bth.emit(field_mut(frame, at))?;
         at += BTH_LEN;
         at += r.ext.emit(field_mut(frame, at))?;
+        let payload_at = at - ip_at;
         field::set_bytes(frame, at, payload);
         at += payload.len();
         let pad = usize::from(r.bth.pad_count);
         field::set_bytes(frame, at, field::slice(&[0u8; 3], 0..pad));
-        icrc::fill(field_mut(frame, ip_at)).map_err(|_| EmitError::BufferTooSmall {
+        let datagram = field_mut(frame, ip_at);
+        match crc {
+            Some(crc) => icrc::fill_with(datagram, payload_at, crc),
+            None => icrc::fill(datagram),
+        }
+        .map_err(|_| EmitError::BufferTooSmall {
             required: len,
             available: buf.len(),
         })?;
