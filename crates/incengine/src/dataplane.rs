@@ -122,11 +122,11 @@ impl Dataplane {
         now: Instant,
         send: &mut impl FnMut(u16, &[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
-        while let Some(t) = self.engine.poll_transmit(now, &mut self.tx) {
-            if let Some(f) = self.tx.get(..t.len) {
-                self.attribution.epic_tx(&t);
-                send(t.port, f)?;
-            }
+        // Queued frames (a fan-out's copies) are sent where the engine
+        // built them, not copied into `tx` first.
+        while let Some((t, f)) = self.engine.poll_frame(now, &mut self.tx) {
+            self.attribution.epic_tx(&t);
+            send(t.port, f)?;
         }
         Ok(())
     }

@@ -628,13 +628,43 @@ impl IncEngine {
     /// frame or an ACK/NAK is dropped, Mode I and Mode III data waits for
     /// the next call. [ENG-020]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let (t, queued) = self.poll_next(now, buf)?;
+        if let (Some(at), Some(dst)) = (queued, buf.get_mut(..t.len)) {
+            dst.copy_from_slice(self.txq.frame(at));
+        }
+        Some(t)
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) that lends the frame instead
+    /// of copying it: a frame the engine had queued (a fan-out's copies,
+    /// Mode II's translated frames) is returned in place, valid until the
+    /// next call; any other frame is written into `buf` and returned from
+    /// there. Same frames, same order, same counting: a queued frame
+    /// longer than `buf` is dropped as `poll_transmit` drops it. [ENG-020]
+    pub fn poll_frame<'a>(
+        &'a mut self,
+        now: Instant,
+        buf: &'a mut [u8],
+    ) -> Option<(Transmit, &'a [u8])> {
+        let (t, queued) = self.poll_next(now, buf)?;
+        let frame = match queued {
+            Some(at) => self.txq.frame(at),
+            None => buf.get(..t.len)?,
+        };
+        Some((t, frame))
+    }
+
+    /// The next frame: a queued one (its output-queue buffer), or one
+    /// written into `buf`.
+    fn poll_next(&mut self, now: Instant, buf: &mut [u8]) -> Option<(Transmit, Option<usize>)> {
         let mut discarded = 0;
-        let queued = self.txq.pop_into(buf, &mut discarded);
+        let queued = self.txq.pop(buf.len(), &mut discarded);
         self.counters
             .drop_n(EngineDropReason::TxBufferTooSmall, discarded);
-        if let Some((port, len, context)) = queued {
+        if let Some((port, at, context)) = queued {
             self.counters.tx_frames += 1;
-            return Some(Transmit { port, len, context });
+            let len = self.txq.frame(at).len();
+            return Some((Transmit { port, len, context }, Some(at)));
         }
         // Every listed endpoint gets one look per call at most.
         let mut budget = self.work.len();
@@ -646,8 +676,8 @@ impl IncEngine {
             };
             let sent = self.transmit_one(ci, ei, now, buf);
             self.settle();
-            if sent.is_some() {
-                return sent;
+            if let Some(t) = sent {
+                return Some((t, None));
             }
         }
         self.settle();

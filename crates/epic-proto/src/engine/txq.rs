@@ -54,11 +54,13 @@ impl TxQueue {
         }
     }
 
-    /// Copies the oldest frame into `out`. A frame longer than `out` is
-    /// discarded and counted in `discarded`.
-    pub(crate) fn pop_into(
+    /// Takes the oldest frame without copying it: returns its port, the
+    /// buffer it is in, for [`frame`](Self::frame) (valid until the next
+    /// push), and its context. A frame longer than `max_len` is discarded
+    /// and counted in `discarded`.
+    pub(crate) fn pop(
         &mut self,
-        out: &mut [u8],
+        max_len: usize,
         discarded: &mut u64,
     ) -> Option<(PortNo, usize, Option<ContextId>)> {
         while self.len > 0 {
@@ -71,16 +73,18 @@ impl TxQueue {
                 self.head = 0;
             }
             let (port, n, ctx) = self.meta.get(at).copied()?;
-            let src = self.bufs.get(at).and_then(|b| b.get(..n))?;
-            match out.get_mut(..n) {
-                Some(dst) => {
-                    dst.copy_from_slice(src);
-                    return Some((port, n, ctx));
-                }
-                None => *discarded += 1,
+            if n <= max_len {
+                return Some((port, at, ctx));
             }
+            *discarded += 1;
         }
         None
+    }
+
+    /// The frame in buffer `at` (from [`pop`](Self::pop)).
+    pub(crate) fn frame(&self, at: usize) -> &[u8] {
+        let n = self.meta.get(at).map_or(0, |m| m.1);
+        self.bufs.get(at).and_then(|b| b.get(..n)).unwrap_or(&[])
     }
 
     #[cfg(test)]
@@ -158,12 +162,12 @@ mod tests {
             Ok(1)
         }));
         assert!(!q.push_with(3, None, |_| Ok(1)), "full");
-        let mut out = [0u8; 16];
         let mut discarded = 0;
-        assert_eq!(q.pop_into(&mut out, &mut discarded), Some((1, 1, None)));
-        assert_eq!(out[0], 1);
-        assert_eq!(q.pop_into(&mut out, &mut discarded), Some((2, 1, None)));
-        assert_eq!(q.pop_into(&mut out, &mut discarded), None);
+        let (port, at, ctx) = q.pop(16, &mut discarded).unwrap();
+        assert_eq!((port, q.frame(at), ctx), (1, &[1u8][..], None));
+        let (port, at, _) = q.pop(16, &mut discarded).unwrap();
+        assert_eq!((port, q.frame(at)), (2, &[2u8][..]));
+        assert_eq!(q.pop(16, &mut discarded), None);
         assert!(q.is_empty());
         assert_eq!(discarded, 0);
         // [ENG-020] A frame longer than the caller's buffer is discarded
@@ -173,11 +177,8 @@ mod tests {
             b[0] = 9;
             Ok(1)
         }));
-        assert_eq!(
-            q.pop_into(&mut out[..4], &mut discarded),
-            Some((2, 1, None))
-        );
-        assert_eq!((out[0], discarded), (9, 1));
+        let (port, at, _) = q.pop(4, &mut discarded).unwrap();
+        assert_eq!((port, q.frame(at), discarded), (2, &[9u8][..], 1));
         let mut w = WorkList::new(2);
         assert!(w.push(0, 1) && w.push(0, 2) && !w.push(0, 3));
         assert_eq!(w.pop(), Some((0, 1)));
