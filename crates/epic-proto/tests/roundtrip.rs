@@ -257,6 +257,12 @@ proptest! {
         let wrong = PayloadCrc::new(&vec![0u8; payload.len() + 1 + other]);
         repr.emit_with_crc(&payload, &wrong, &mut with).unwrap();
         prop_assert_eq!(&with, &buf);
+        // Around a payload put in place afterwards: the same frame.
+        with.fill(0xa5);
+        let (n, at) = repr.emit_around(&PayloadCrc::new(&payload), &mut with).unwrap();
+        prop_assert_eq!(n, buf.len());
+        with[at..at + payload.len()].copy_from_slice(&payload);
+        prop_assert_eq!(&with, &buf);
     }
 
     // [WIRE-022] Ethernet padding after the datagram is ignored.

@@ -20,7 +20,7 @@ use super::error::{InstallError, InvalidContext};
 use super::id::ContextId;
 use super::io::Io;
 use super::modules::lookup_table::{Entry, LookupTable};
-use super::txq::{TxQueue, WorkList};
+use super::txq::{Popped, TxQueue, WorkList};
 use crate::time::Instant;
 use crate::wire::{
     AckFrame, ErrorKind, GroupId, LaxFrame, Layer, Opcode, Qpn, RoceFrame, EPIC_IMM_TAG,
@@ -629,8 +629,8 @@ impl IncEngine {
     /// the next call. [ENG-020]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         let (t, queued) = self.poll_next(now, buf)?;
-        if let (Some(at), Some(dst)) = (queued, buf.get_mut(..t.len)) {
-            dst.copy_from_slice(self.txq.frame(at));
+        if let (Some(p), Some(dst)) = (queued, buf.get_mut(..t.len)) {
+            dst.copy_from_slice(self.txq.frame(&p));
         }
         Some(t)
     }
@@ -648,7 +648,7 @@ impl IncEngine {
     ) -> Option<(Transmit, &'a [u8])> {
         let (t, queued) = self.poll_next(now, buf)?;
         let frame = match queued {
-            Some(at) => self.txq.frame(at),
+            Some(p) => self.txq.frame(&p),
             None => buf.get(..t.len)?,
         };
         Some((t, frame))
@@ -656,15 +656,19 @@ impl IncEngine {
 
     /// The next frame: a queued one (its output-queue buffer), or one
     /// written into `buf`.
-    fn poll_next(&mut self, now: Instant, buf: &mut [u8]) -> Option<(Transmit, Option<usize>)> {
+    fn poll_next(&mut self, now: Instant, buf: &mut [u8]) -> Option<(Transmit, Option<Popped>)> {
         let mut discarded = 0;
         let queued = self.txq.pop(buf.len(), &mut discarded);
         self.counters
             .drop_n(EngineDropReason::TxBufferTooSmall, discarded);
-        if let Some((port, at, context)) = queued {
+        if let Some(p) = queued {
             self.counters.tx_frames += 1;
-            let len = self.txq.frame(at).len();
-            return Some((Transmit { port, len, context }, Some(at)));
+            let t = Transmit {
+                port: p.port,
+                len: p.len,
+                context: p.ctx,
+            };
+            return Some((t, Some(p)));
         }
         // Every listed endpoint gets one look per call at most.
         let mut budget = self.work.len();

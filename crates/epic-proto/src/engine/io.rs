@@ -14,7 +14,9 @@ use super::config::{EndpointConfig, EngineConfig};
 use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
 use super::endpoint::Response;
 use super::id::ContextId;
-use super::modules::translate_header::{translate_header, translate_with_crc, Outgoing, Source};
+use super::modules::translate_header::{
+    translate_around, translate_header, translate_with_crc, Outgoing, Source,
+};
 use super::txq::{TxQueue, WorkList};
 use crate::roce::rxe_udp_sport;
 use crate::time::Instant;
@@ -78,10 +80,13 @@ pub(crate) fn queue_frame(io: &mut Io<'_>, ep: &EndpointConfig, pkt: &Outgoing, 
 /// A payload that goes out in several frames (a fan-out), whose CRC is
 /// computed at the first of them and combined with the headers of each:
 /// one pass over the payload for all the copies instead of one per copy.
-/// [ENG-052] [WIRE-072]
+/// In the output queue the copies after the first share its payload
+/// ([`TxQueue::push_copy`]). [ENG-052] [WIRE-072]
 pub(crate) struct SharedPayload<'a> {
     bytes: &'a [u8],
     crc: Cell<Option<PayloadCrc>>,
+    /// The number of the output-queue frame that carries it last.
+    queued: Cell<Option<u64>>,
 }
 
 impl<'a> SharedPayload<'a> {
@@ -89,6 +94,7 @@ impl<'a> SharedPayload<'a> {
         SharedPayload {
             bytes,
             crc: Cell::new(None),
+            queued: Cell::new(None),
         }
     }
 
@@ -115,10 +121,28 @@ pub(crate) fn queue_shared(
     *io.ident = io.ident.wrapping_add(1);
     let ident = *io.ident;
     let src = io.source();
-    let ok = io.txq.push_with(ep.port, Some(io.id), |buf| {
-        translate_with_crc(src, ident, ep, pkt, payload.bytes, &payload.crc(), buf)
+    let crc = payload.crc();
+    // Test-only mutant: its stale ICRC needs every frame built whole.
+    #[cfg(feature = "mutants")]
+    let after = payload.queued.get().filter(|_| !src.stale_icrc);
+    #[cfg(not(feature = "mutants"))]
+    let after = payload.queued.get();
+    // After the first copy, only the headers: the payload is the one the
+    // frame queued just before carries.
+    let copy = after.and_then(|after| {
+        io.txq
+            .push_copy(after, ep.port, Some(io.id), crc.len(), |buf| {
+                translate_around(src, ident, ep, pkt, &crc, buf)
+            })
     });
-    if !ok {
+    let ok = copy.unwrap_or_else(|| {
+        io.txq.push_with(ep.port, Some(io.id), |buf| {
+            translate_with_crc(src, ident, ep, pkt, payload.bytes, &crc, buf)
+        })
+    });
+    if ok {
+        payload.queued.set(Some(io.txq.pushed()));
+    } else {
         io.drop(EngineDropReason::TxQueueFull);
     }
 }

@@ -75,6 +75,20 @@ pub(crate) fn translate_with_crc(
     repr.emit_with_crc(payload, crc, buf)
 }
 
+/// [`translate_with_crc`] without the payload: the headers, pad and ICRC
+/// of the frame around a payload the caller puts in place; returns the
+/// frame's length and the payload's offset. [ENG-053] [WIRE-072]
+pub(crate) fn translate_around(
+    src: Source,
+    ident: u16,
+    ep: &EndpointConfig,
+    pkt: &Outgoing,
+    crc: &PayloadCrc,
+    buf: &mut [u8],
+) -> Result<(usize, usize), EmitError> {
+    translated(src, ident, ep, pkt, crc.len()).emit_around(crc, buf)
+}
+
 /// The headers of the frame for `pkt` with a payload of `payload_len`
 /// bytes toward endpoint `ep`. [ENG-053]
 fn translated(
