@@ -31,6 +31,9 @@ use core::net::Ipv4Addr;
 /// a VLAN tag, IPv4, UDP, BTH, ImmDt, ICRC and pad, rounded up.
 pub const FRAME_OVERHEAD: usize = 128;
 
+/// The engine's frame buffers: a full payload and [`FRAME_OVERHEAD`].
+const FRAME_LEN: usize = crate::wire::MAX_PAYLOAD_BYTES as usize + FRAME_OVERHEAD;
+
 /// What became of a frame given to [`IncEngine::handle_frame`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Disposition {
@@ -133,7 +136,6 @@ impl IncEngine {
     /// A switch with no contexts. Allocates its output queue and work list
     /// now; the packet path allocates nothing. [ENG-001] [ENG-020]
     pub fn new(cfg: EngineConfig) -> IncEngine {
-        let frame = usize::from(crate::wire::MAX_PAYLOAD_BYTES) + FRAME_OVERHEAD;
         IncEngine {
             cfg,
             contexts: Vec::with_capacity(cfg.max_contexts),
@@ -141,7 +143,7 @@ impl IncEngine {
             arena_used: 0,
             arena: Arena::default(),
             counters: EngineCounters::default(),
-            txq: TxQueue::new(cfg.tx_queue_frames, frame),
+            txq: TxQueue::new(cfg.tx_queue_frames, FRAME_LEN),
             work: WorkList::new(cfg.max_endpoints),
             ident: 0,
             scratch: vec![0; usize::from(crate::wire::MAX_PAYLOAD_BYTES) * 2],
@@ -628,37 +630,39 @@ impl IncEngine {
     /// frame or an ACK/NAK is dropped, Mode I and Mode III data waits for
     /// the next call. [ENG-020]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        let (t, queued) = self.poll_next(now, buf)?;
+        let (t, queued) = self.poll_next(now, Some(&mut *buf))?;
         if let (Some(p), Some(dst)) = (queued, buf.get_mut(..t.len)) {
             dst.copy_from_slice(self.txq.frame(&p));
         }
         Some(t)
     }
 
-    /// [`poll_transmit`](Self::poll_transmit) that lends the frame instead
-    /// of copying it: a frame the engine had queued (a fan-out's copies,
-    /// Mode II's translated frames) is returned in place, valid until the
-    /// next call; any other frame is written into `buf` and returned from
-    /// there. Same frames, same order, same counting: a queued frame
-    /// longer than `buf` is dropped as `poll_transmit` drops it. [ENG-020]
-    pub fn poll_frame<'a>(
-        &'a mut self,
-        now: Instant,
-        buf: &'a mut [u8],
-    ) -> Option<(Transmit, &'a [u8])> {
-        let (t, queued) = self.poll_next(now, buf)?;
+    /// [`poll_transmit`](Self::poll_transmit) without a buffer or a copy:
+    /// lends the next frame, valid until the next call. A frame the engine
+    /// had queued (a fan-out's copies, Mode II's translated frames) is
+    /// lent where it was built; any other one is built in the engine's own
+    /// frame buffer, where consecutive copies of one pipe slot (Mode III)
+    /// share the payload. Same frames, same order, same counting as
+    /// `poll_transmit` with a buffer of a full frame. [ENG-020]
+    pub fn poll_frame(&mut self, now: Instant) -> Option<(Transmit, &[u8])> {
+        let (t, queued) = self.poll_next(now, None)?;
         let frame = match queued {
             Some(p) => self.txq.frame(&p),
-            None => buf.get(..t.len)?,
+            None => self.txq.out_frame(t.len),
         };
         Some((t, frame))
     }
 
     /// The next frame: a queued one (its output-queue buffer), or one
-    /// written into `buf`.
-    fn poll_next(&mut self, now: Instant, buf: &mut [u8]) -> Option<(Transmit, Option<Popped>)> {
+    /// written into `buf`, or without one into the engine's own buffer.
+    fn poll_next(
+        &mut self,
+        now: Instant,
+        mut buf: Option<&mut [u8]>,
+    ) -> Option<(Transmit, Option<Popped>)> {
         let mut discarded = 0;
-        let queued = self.txq.pop(buf.len(), &mut discarded);
+        let max_len = buf.as_ref().map_or(FRAME_LEN, |b| b.len());
+        let queued = self.txq.pop(max_len, &mut discarded);
         self.counters
             .drop_n(EngineDropReason::TxBufferTooSmall, discarded);
         if let Some(p) = queued {
@@ -678,7 +682,15 @@ impl IncEngine {
                 self.settle();
                 return None;
             };
-            let sent = self.transmit_one(ci, ei, now, buf);
+            let sent = match buf.as_deref_mut() {
+                Some(b) => self.transmit_one(ci, ei, now, b),
+                None => {
+                    let mut out = self.txq.take_out();
+                    let sent = self.transmit_one(ci, ei, now, &mut out);
+                    self.txq.put_out(out);
+                    sent
+                }
+            };
             self.settle();
             if let Some(t) = sent {
                 return Some((t, None));

@@ -17,7 +17,8 @@ use super::id::ContextId;
 use super::modules::translate_header::{
     translate_around, translate_header, translate_with_crc, Outgoing, Source,
 };
-use super::txq::{TxQueue, WorkList};
+use super::pipe::SlotPayload;
+use super::txq::{Held, TxQueue, WorkList};
 use crate::roce::rxe_udp_sport;
 use crate::time::Instant;
 use crate::wire::{AckFrameRepr, AethRepr, CnpRepr, EmitError, ExtHeaders, Opcode, PayloadCrc};
@@ -145,6 +146,30 @@ pub(crate) fn queue_shared(
     } else {
         io.drop(EngineDropReason::TxQueueFull);
     }
+}
+
+/// Writes the frame for `pkt` toward `ep` around a pipe slot's payload
+/// into `buf`: when `buf` is the engine's own output buffer and already
+/// holds that payload at that offset (the copy before went to another
+/// endpoint), only the headers and the trailer. [ENG-053] [WIRE-072]
+pub(crate) fn emit_slot(
+    io: &mut Io<'_>,
+    src: Source,
+    ident: u16,
+    ep: &EndpointConfig,
+    pkt: &Outgoing,
+    payload: &SlotPayload<'_>,
+    buf: &mut [u8],
+) -> Result<usize, EmitError> {
+    // Test-only mutant: its stale ICRC needs the frame built whole.
+    #[cfg(feature = "mutants")]
+    if src.stale_icrc {
+        return translate_with_crc(src, ident, ep, pkt, payload.bytes, &payload.crc, buf);
+    }
+    let held = Held::new(io.id, payload.pipe, payload.version);
+    io.txq.emit_held(held, payload.bytes, buf, |b| {
+        translate_around(src, ident, ep, pkt, &payload.crc, b)
+    })
 }
 
 /// Writes an ACK/NAK frame toward `ep` into `buf`: TranslateHeader for

@@ -9,7 +9,7 @@ use super::context::Flow;
 use super::counters::EngineDropReason;
 use super::endpoint::Response;
 use super::invocation::{Pattern, PipeId};
-use super::io::{emitted, Io};
+use super::io::{emit_slot, emitted, Io};
 use super::mode2::{control_packet, result_payload};
 use super::modules::aggregate_data::aggregate_data;
 use super::modules::check_duplicate::check_duplicate;
@@ -17,7 +17,7 @@ use super::modules::receive_ack::receive_ack;
 use super::modules::recycle_buffer::recycle_buffer;
 use super::modules::retransmission::retransmission;
 use super::modules::send_ack::{send_ack, Arrival};
-use super::modules::translate_header::{translate_header, translate_with_crc, Outgoing};
+use super::modules::translate_header::{translate_header, Outgoing};
 use crate::psn::Psn;
 use crate::roce::rnr_delay;
 use crate::wire::{
@@ -556,8 +556,8 @@ impl Context {
                     // One CRC of the slot's payload for all its copies. [WIRE-072]
                     let [up, down] = &mut self.pipes;
                     let pipe = if pid == PipeId::Up { up } else { down };
-                    let (payload, crc) = pipe.payload_with_crc(slot, n)?;
-                    let r = translate_with_crc(src, ident, &e.cfg, &pkt, payload, &crc, buf);
+                    let payload = pipe.payload_with_crc(slot, n)?;
+                    let r = emit_slot(io, src, ident, &e.cfg, &pkt, &payload, buf);
                     emitted(io, r)?
                 }
             }

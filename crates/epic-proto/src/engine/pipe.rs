@@ -60,11 +60,16 @@ pub struct Pipe {
 /// the slot, forgets its entry; the arena is not charged for it, and it
 /// takes no part in comparing or hashing a pipe (the engine's state).
 #[derive(Debug, Clone, Default)]
-struct SlotCrcs(Vec<Option<PayloadCrc>>);
+struct SlotCrcs {
+    /// Per slot: the CRC and the number it was computed under.
+    crcs: Vec<Option<(PayloadCrc, u64)>>,
+    /// CRCs computed so far: each gets its own number.
+    computed: u64,
+}
 
 impl SlotCrcs {
     fn forget(&mut self, slot: usize) {
-        if let Some(c) = self.0.get_mut(slot) {
+        if let Some(c) = self.crcs.get_mut(slot) {
             *c = None;
         }
     }
@@ -104,7 +109,10 @@ impl Pipe {
             raw: vec![0; slots * raw_children * raw_bytes],
             degree: vec![0; slots],
             meta: vec![SlotMeta::default(); slots],
-            crcs: SlotCrcs(vec![None; slots]),
+            crcs: SlotCrcs {
+                crcs: vec![None; slots],
+                computed: 0,
+            },
             psn_start: start,
         }
     }
@@ -159,21 +167,25 @@ impl Pipe {
     }
 
     /// The first `len` bytes of a slot's accumulator, sent as they are
-    /// (data that is not reduced), and their CRC: computed at the first
+    /// (data that is not reduced), with their CRC: computed at the first
     /// call and kept until the slot changes. [WIRE-072]
-    pub(crate) fn payload_with_crc(
-        &mut self,
-        slot: usize,
-        len: usize,
-    ) -> Option<(&[u8], PayloadCrc)> {
+    pub(crate) fn payload_with_crc(&mut self, slot: usize, len: usize) -> Option<SlotPayload<'_>> {
         let at = slot * self.slot_bytes;
         let bytes = self.payload.get(at..at + self.slot_bytes)?.get(..len)?;
-        let cached = self.crcs.0.get_mut(slot)?;
-        let crc = match cached {
-            Some(c) if c.len() == len => *c,
-            _ => *cached.insert(PayloadCrc::new(bytes)),
+        let cached = self.crcs.crcs.get_mut(slot)?;
+        let (crc, version) = match cached {
+            Some((c, v)) if c.len() == len => (*c, *v),
+            _ => {
+                self.crcs.computed += 1;
+                *cached.insert((PayloadCrc::new(bytes), self.crcs.computed))
+            }
         };
-        Some((bytes, crc))
+        Some(SlotPayload {
+            bytes,
+            crc,
+            pipe: self.id,
+            version,
+        })
     }
 
     /// The whole accumulator of a slot, mutable.
@@ -219,6 +231,17 @@ impl Pipe {
             *m = SlotMeta::default();
         }
     }
+}
+
+/// A slot's payload as sent, its CRC, and what identifies these bytes:
+/// the pipe and the number of the CRC computed over them, which no other
+/// contents of the pipe's slots get. [WIRE-072]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SlotPayload<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) crc: PayloadCrc,
+    pub(crate) pipe: PipeId,
+    pub(crate) version: u64,
 }
 
 /// Per-endpoint arrival bits of one pipe: one bit per slot (the paper's

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 
 use super::config::PortNo;
 use super::id::ContextId;
+use super::invocation::PipeId;
 use crate::wire::EmitError;
 
 /// A ring of preallocated frame buffers. [ENG-020]
@@ -30,6 +31,40 @@ pub(crate) struct TxQueue {
     shared: Option<usize>,
     /// Frames ever queued.
     pushed: u64,
+    /// The engine's own frame buffer, for frames built at
+    /// [`poll_frame`](super::IncEngine::poll_frame) and lent from here.
+    out: Vec<u8>,
+    /// The pipe slot payload `out` holds, if any.
+    held: Option<Held>,
+    /// While a frame is built into `out`: what it held before.
+    offer: Option<Held>,
+    /// A frame is being built into `out` (not into a caller's buffer).
+    lending: bool,
+}
+
+/// A pipe slot's payload in a frame buffer: the context, the pipe, the
+/// number of the slot CRC computed over it (which identifies its bytes),
+/// and where the frame carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Held {
+    ctx: ContextId,
+    pipe: PipeId,
+    version: u64,
+    at: usize,
+    len: usize,
+}
+
+impl Held {
+    /// The payload numbered `version` in `pipe` of context `ctx`.
+    pub(crate) fn new(ctx: ContextId, pipe: PipeId, version: u64) -> Held {
+        Held {
+            ctx,
+            pipe,
+            version,
+            at: 0,
+            len: 0,
+        }
+    }
 }
 
 /// A queued frame.
@@ -62,6 +97,10 @@ impl TxQueue {
             len: 0,
             shared: None,
             pushed: 0,
+            out: vec![0; frame_len],
+            held: None,
+            offer: None,
+            lending: false,
         }
     }
 
@@ -224,6 +263,59 @@ impl TxQueue {
             .get(p.at)
             .and_then(|b| b.get(..p.len))
             .unwrap_or(&[])
+    }
+
+    /// Lends the engine's own frame buffer for building one frame into
+    /// it; [`put_out`](Self::put_out) gives it back.
+    pub(crate) fn take_out(&mut self) -> Vec<u8> {
+        self.offer = self.held.take();
+        self.lending = true;
+        core::mem::take(&mut self.out)
+    }
+
+    /// Takes the engine's frame buffer back.
+    pub(crate) fn put_out(&mut self, out: Vec<u8>) {
+        self.out = out;
+        self.offer = None;
+        self.lending = false;
+    }
+
+    /// The first `len` bytes of the engine's frame buffer.
+    pub(crate) fn out_frame(&self, len: usize) -> &[u8] {
+        self.out.get(..len).unwrap_or(&[])
+    }
+
+    /// Writes a frame around the slot payload `held` names (`bytes`) into
+    /// `buf`: `build` writes everything but the payload and returns the
+    /// frame's length and the payload's offset; the payload is copied in
+    /// unless `buf` is the engine's buffer and holds it there already.
+    pub(crate) fn emit_held(
+        &mut self,
+        held: Held,
+        bytes: &[u8],
+        buf: &mut [u8],
+        build: impl FnOnce(&mut [u8]) -> Result<(usize, usize), EmitError>,
+    ) -> Result<usize, EmitError> {
+        let before = self.offer.take();
+        let (len, at) = build(buf)?;
+        let held = Held {
+            at,
+            len: bytes.len(),
+            ..held
+        };
+        if before != Some(held) {
+            let available = buf.len();
+            let dst = buf.get_mut(at..at + bytes.len());
+            let dst = dst.ok_or(EmitError::BufferTooSmall {
+                required: at + bytes.len(),
+                available,
+            })?;
+            dst.copy_from_slice(bytes);
+        }
+        if self.lending {
+            self.held = Some(held);
+        }
+        Ok(len)
     }
 
     /// How many frames were ever queued: a frame's number is this count
