@@ -655,6 +655,7 @@ impl IncEngine {
 
     /// The next frame: a queued one (its output-queue buffer), or one
     /// written into `buf`, or without one into the engine's own buffer.
+    #[inline(always)]
     fn poll_next(
         &mut self,
         now: Instant,

@@ -36,10 +36,10 @@ pub(crate) struct TxQueue {
     out: Vec<u8>,
     /// The pipe slot payload `out` holds, if any.
     held: Option<Held>,
-    /// While a frame is built into `out`: what it held before.
-    offer: Option<Held>,
     /// A frame is being built into `out` (not into a caller's buffer).
     lending: bool,
+    /// That frame is around the payload `held` names.
+    around: bool,
 }
 
 /// A pipe slot's payload in a frame buffer: the context, the pipe, the
@@ -99,8 +99,8 @@ impl TxQueue {
             pushed: 0,
             out: vec![0; frame_len],
             held: None,
-            offer: None,
             lending: false,
+            around: false,
         }
     }
 
@@ -267,16 +267,21 @@ impl TxQueue {
 
     /// Lends the engine's own frame buffer for building one frame into
     /// it; [`put_out`](Self::put_out) gives it back.
+    #[inline]
     pub(crate) fn take_out(&mut self) -> Vec<u8> {
-        self.offer = self.held.take();
         self.lending = true;
         core::mem::take(&mut self.out)
     }
 
-    /// Takes the engine's frame buffer back.
+    /// Takes the engine's frame buffer back. Unless the frame built in it
+    /// was one around a slot payload, it no longer holds one.
+    #[inline]
     pub(crate) fn put_out(&mut self, out: Vec<u8>) {
         self.out = out;
-        self.offer = None;
+        if !self.around {
+            self.held = None;
+        }
+        self.around = false;
         self.lending = false;
     }
 
@@ -296,7 +301,8 @@ impl TxQueue {
         buf: &mut [u8],
         build: impl FnOnce(&mut [u8]) -> Result<(usize, usize), EmitError>,
     ) -> Result<usize, EmitError> {
-        let before = self.offer.take();
+        // What `buf` holds before, if it is the engine's buffer.
+        let before = if self.lending { self.held.take() } else { None };
         let (len, at) = build(buf)?;
         let held = Held {
             at,
@@ -314,6 +320,7 @@ impl TxQueue {
         }
         if self.lending {
             self.held = Some(held);
+            self.around = true;
         }
         Ok(len)
     }
