@@ -243,6 +243,28 @@ proptest! {
         check_frame(&buf, &repr, &payload, None)?;
     }
 
+    // [WIRE-001] [WIRE-072] A frame emitted with its payload's CRC computed
+    // beforehand is byte for byte the frame `emit` writes; a CRC of
+    // another length is not used.
+    #[test]
+    fn frame_with_payload_crc((repr, payload) in roce_frame_any(), other in 0usize..8) {
+        let buf = emit_frame(&repr, &payload);
+        let mut with = vec![0u8; buf.len()];
+        let n = repr.emit_with_crc(&payload, &PayloadCrc::new(&payload), &mut with).unwrap();
+        prop_assert_eq!(n, buf.len());
+        prop_assert_eq!(&with, &buf);
+        with.fill(0);
+        let wrong = PayloadCrc::new(&vec![0u8; payload.len() + 1 + other]);
+        repr.emit_with_crc(&payload, &wrong, &mut with).unwrap();
+        prop_assert_eq!(&with, &buf);
+        // Around a payload put in place afterwards: the same frame.
+        with.fill(0xa5);
+        let (n, at) = repr.emit_around(&PayloadCrc::new(&payload), &mut with).unwrap();
+        prop_assert_eq!(n, buf.len());
+        with[at..at + payload.len()].copy_from_slice(&payload);
+        prop_assert_eq!(&with, &buf);
+    }
+
     // [WIRE-022] Ethernet padding after the datagram is ignored.
     #[test]
     fn frame_with_ethernet_padding(

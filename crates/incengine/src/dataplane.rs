@@ -1,7 +1,7 @@
 //! The clock-free part of a switch, shared by the tokio runtime
 //! ([`spawn`](crate::spawn)) and the lockstep stdio driver
 //! ([`serve_stdio`](crate::serve_stdio)): one [`IncEngine`], one
-//! [`Router`], their output buffer and the per-port and per-context
+//! [`Router`], the router's output buffer and the per-port and per-context
 //! attribution. The driver owns time and the ports and passes `now` and a
 //! `send` function into every call. [SW-001] [SW-002]
 //!
@@ -28,7 +28,7 @@ pub(crate) struct Dataplane {
     name: String,
     engine: IncEngine,
     router: Router,
-    /// Output buffer of the engine and the router.
+    /// Output buffer of the router (the engine lends its frames).
     tx: Vec<u8>,
     attribution: Attribution,
 }
@@ -122,11 +122,11 @@ impl Dataplane {
         now: Instant,
         send: &mut impl FnMut(u16, &[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
-        while let Some(t) = self.engine.poll_transmit(now, &mut self.tx) {
-            if let Some(f) = self.tx.get(..t.len) {
-                self.attribution.epic_tx(&t);
-                send(t.port, f)?;
-            }
+        // Frames are sent where the engine built them, not copied into
+        // `tx` first.
+        while let Some((t, f)) = self.engine.poll_frame(now) {
+            self.attribution.epic_tx(&t);
+            send(t.port, f)?;
         }
         Ok(())
     }

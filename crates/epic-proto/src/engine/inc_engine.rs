@@ -20,8 +20,10 @@ use super::id::ContextId;
 use super::id::{ContextSlot, EdgeId};
 use super::io::Io;
 use super::modules::lookup_table::{Entry, LookupTable};
+use super::outcome::{Disposition, FrameOutcome, Transmit};
 use super::slab::ContextSlab;
-use super::txq::{TxQueue, WorkList};
+use super::slab::Contexts;
+use super::txq::{Popped, TxQueue, WorkList};
 use crate::time::Instant;
 use crate::wire::{AckFrame, ErrorKind, GroupId, LaxFrame, Layer, Qpn, RoceFrame};
 use core::net::Ipv4Addr;
@@ -30,51 +32,8 @@ use core::net::Ipv4Addr;
 /// a VLAN tag, IPv4, UDP, BTH, ImmDt, ICRC and pad, rounded up.
 pub const FRAME_OVERHEAD: usize = 128;
 
-/// What became of a frame given to [`IncEngine::handle_frame`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Disposition {
-    /// EPIC traffic for this switch: consumed (acted on, or dropped and
-    /// counted).
-    Consumed,
-    /// Not EPIC traffic for this switch (another destination, not RoCEv2):
-    /// the driver forwards or drops it as a router would.
-    NotEpic,
-}
-
-/// A frame [`IncEngine::poll_transmit`] wrote. [ENG-020]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Transmit {
-    /// The port to send it on.
-    pub port: PortNo,
-    /// Its length at the start of the caller's buffer.
-    pub len: usize,
-    /// The context it belongs to (every frame the engine builds belongs to
-    /// one).
-    pub context: Option<ContextId>,
-}
-
-/// What [`IncEngine::handle_frame`] did with a frame: its disposition, the
-/// context it went to, and the drops it caused, so that a driver counts
-/// per port and per context without parsing the frame again. [ENG-060]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct FrameOutcome {
-    /// Consumed, or left to the driver's forwarding.
-    pub disposition: Disposition,
-    /// The context whose endpoint the frame's destination QP names (set
-    /// even when the frame was then dropped, e.g. for its port, source or
-    /// checksum).
-    pub context: Option<ContextId>,
-    /// The drops counted while handling it; `drops.first()` is the
-    /// frame's own reason when it was dropped.
-    pub drops: FrameDrops,
-}
-
-impl FrameOutcome {
-    /// The frame's own drop reason, if it was dropped.
-    pub fn drop_reason(&self) -> Option<EngineDropReason> {
-        self.drops.first()
-    }
-}
+/// The engine's frame buffers: a full payload and [`FRAME_OVERHEAD`].
+const FRAME_LEN: usize = crate::wire::MAX_PAYLOAD_BYTES as usize + FRAME_OVERHEAD;
 
 /// One switch's IncEngine. [ENG-001]
 ///
@@ -94,8 +53,9 @@ impl FrameOutcome {
 ///   the driver counts per port and per context without parsing it.
 /// - Outputs, after every input (a completed aggregation fans out to
 ///   every child): drain [`poll_transmit`](Self::poll_transmit) until it
-///   returns `None`; each [`Transmit`] names the port, the length and the
-///   context of the frame written. Then read
+///   returns `None` (or [`poll_frame`](Self::poll_frame), which lends the
+///   queued frame instead of copying it into a buffer); each [`Transmit`]
+///   names the port, the length and the context of the frame written. Then read
 ///   [`poll_timeout`](Self::poll_timeout).
 ///
 /// Queues are allocated once, in [`new`](Self::new), and per context in
@@ -132,7 +92,6 @@ impl IncEngine {
     /// A switch with no contexts. Allocates its output queue and work list
     /// now; the packet path allocates nothing. [ENG-001] [ENG-020]
     pub fn new(cfg: EngineConfig) -> IncEngine {
-        let frame = usize::from(crate::wire::MAX_PAYLOAD_BYTES) + FRAME_OVERHEAD;
         IncEngine {
             cfg,
             contexts: ContextSlab::with_capacity(cfg.max_contexts),
@@ -140,7 +99,7 @@ impl IncEngine {
             arena_used: 0,
             arena: Arena::default(),
             counters: EngineCounters::default(),
-            txq: TxQueue::new(cfg.tx_queue_frames, frame),
+            txq: TxQueue::new(cfg.tx_queue_frames, FRAME_LEN),
             work: WorkList::new(cfg.max_endpoints),
             ident: 0,
             scratch: vec![0; usize::from(crate::wire::MAX_PAYLOAD_BYTES) * 2],
@@ -581,13 +540,50 @@ impl IncEngine {
     /// frame or an ACK/NAK is dropped, Mode I and Mode III data waits for
     /// the next call. [ENG-020]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let (t, queued) = self.poll_next(now, Some(&mut *buf))?;
+        if let (Some(p), Some(dst)) = (queued, buf.get_mut(..t.len)) {
+            dst.copy_from_slice(self.txq.frame(&p));
+        }
+        Some(t)
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) without a buffer or a copy:
+    /// lends the next frame, valid until the next call. A frame the engine
+    /// had queued (a fan-out's copies, Mode II's translated frames) is
+    /// lent where it was built; any other one is built in the engine's own
+    /// frame buffer, where consecutive copies of one pipe slot (Mode III)
+    /// share the payload. Same frames, same order, same counting as
+    /// `poll_transmit` with a buffer of a full frame. [ENG-020]
+    pub fn poll_frame(&mut self, now: Instant) -> Option<(Transmit, &[u8])> {
+        let (t, queued) = self.poll_next(now, None)?;
+        let frame = match queued {
+            Some(p) => self.txq.frame(&p),
+            None => self.txq.out_frame(t.len),
+        };
+        Some((t, frame))
+    }
+
+    /// The next frame: a queued one (its output-queue buffer), or one
+    /// written into `buf`, or without one into the engine's own buffer.
+    #[inline(always)]
+    fn poll_next(
+        &mut self,
+        now: Instant,
+        mut buf: Option<&mut [u8]>,
+    ) -> Option<(Transmit, Option<Popped>)> {
         let mut discarded = 0;
-        let queued = self.txq.pop_into(buf, &mut discarded);
+        let max_len = buf.as_ref().map_or(FRAME_LEN, |b| b.len());
+        let queued = self.txq.pop(max_len, &mut discarded);
         self.counters
             .drop_n(EngineDropReason::TxBufferTooSmall, discarded);
-        if let Some((port, len, context)) = queued {
+        if let Some(p) = queued {
             self.counters.tx_frames += 1;
-            return Some(Transmit { port, len, context });
+            let t = Transmit {
+                port: p.port,
+                len: p.len,
+                context: p.ctx,
+            };
+            return Some((t, Some(p)));
         }
         // Every listed endpoint gets one look per call at most.
         let mut budget = self.work.len();
@@ -597,10 +593,18 @@ impl IncEngine {
                 self.settle();
                 return None;
             };
-            let sent = self.transmit_one(ci, ei, now, buf);
+            let sent = match buf.as_deref_mut() {
+                Some(b) => self.transmit_one(ci, ei, now, b),
+                None => {
+                    let mut out = self.txq.take_out();
+                    let sent = self.transmit_one(ci, ei, now, &mut out);
+                    self.txq.put_out(out);
+                    sent
+                }
+            };
             self.settle();
-            if sent.is_some() {
-                return sent;
+            if let Some(t) = sent {
+                return Some((t, None));
             }
         }
         self.settle();
@@ -752,25 +756,3 @@ fn dest_qpn(frame: &[u8], ip: Ipv4Addr) -> Option<Qpn> {
     }
     Some(BthPacket::new_checked(udp.payload()).ok()?.dest_qp())
 }
-
-/// [`IncEngine::contexts`]: the contexts, oldest install first.
-struct Contexts<I> {
-    inner: I,
-    left: usize,
-}
-
-impl<'a, I: Iterator<Item = &'a Context>> Iterator for Contexts<I> {
-    type Item = &'a Context;
-
-    fn next(&mut self) -> Option<&'a Context> {
-        let c = self.inner.next()?;
-        self.left = self.left.saturating_sub(1);
-        Some(c)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl<'a, I: Iterator<Item = &'a Context>> ExactSizeIterator for Contexts<I> {}

@@ -5,6 +5,7 @@
 //! nothing of the engine's own state. [ENG-020]
 
 use alloc::vec::Vec;
+use core::cell::Cell;
 
 use super::arena::Arena;
 #[cfg(feature = "mutants")]
@@ -12,13 +13,15 @@ use super::config::Pitfall;
 use super::config::{EndpointConfig, EngineConfig};
 use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
 use super::endpoint::Response;
-use super::id::EdgeId;
-use super::id::{ContextId, ContextSlot};
-use super::modules::translate_header::{translate_header, Outgoing, Source};
-use super::txq::{TxQueue, WorkList};
+use super::id::{ContextId, ContextSlot, EdgeId};
+use super::modules::translate_header::{
+    translate_around, translate_header, translate_with_crc, Outgoing, Source,
+};
+use super::pipe::SlotPayload;
+use super::txq::{Held, TxQueue, WorkList};
 use crate::roce::rxe_udp_sport;
 use crate::time::Instant;
-use crate::wire::{AckFrameRepr, AethRepr, CnpRepr, EmitError, ExtHeaders, Opcode};
+use crate::wire::{AckFrameRepr, AethRepr, CnpRepr, EmitError, ExtHeaders, Opcode, PayloadCrc};
 
 /// Everything the packet path may touch besides one context.
 pub(crate) struct Io<'a> {
@@ -73,6 +76,100 @@ pub(crate) fn queue_frame(io: &mut Io<'_>, ep: &EndpointConfig, pkt: &Outgoing, 
     if !ok {
         io.drop(EngineDropReason::TxQueueFull);
     }
+}
+
+/// A payload that goes out in several frames (a fan-out), whose CRC is
+/// computed at the first of them and combined with the headers of each:
+/// one pass over the payload for all the copies instead of one per copy.
+/// In the output queue the copies after the first share its payload
+/// ([`TxQueue::push_copy`]). [ENG-052] [WIRE-072]
+pub(crate) struct SharedPayload<'a> {
+    bytes: &'a [u8],
+    crc: Cell<Option<PayloadCrc>>,
+    /// The number of the output-queue frame that carries it last.
+    queued: Cell<Option<u64>>,
+}
+
+impl<'a> SharedPayload<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> SharedPayload<'a> {
+        SharedPayload {
+            bytes,
+            crc: Cell::new(None),
+            queued: Cell::new(None),
+        }
+    }
+
+    /// The payload's CRC, computed at the first call.
+    fn crc(&self) -> PayloadCrc {
+        match self.crc.get() {
+            Some(c) => c,
+            None => {
+                let c = PayloadCrc::new(self.bytes);
+                self.crc.set(Some(c));
+                c
+            }
+        }
+    }
+}
+
+/// [`queue_frame`] for one copy of a fan-out. [ENG-052] [WIRE-072]
+pub(crate) fn queue_shared(
+    io: &mut Io<'_>,
+    ep: &EndpointConfig,
+    pkt: &Outgoing,
+    payload: &SharedPayload<'_>,
+) {
+    *io.ident = io.ident.wrapping_add(1);
+    let ident = *io.ident;
+    let src = io.source();
+    let crc = payload.crc();
+    // Test-only mutant: its stale ICRC needs every frame built whole.
+    #[cfg(feature = "mutants")]
+    let after = payload.queued.get().filter(|_| !src.stale_icrc);
+    #[cfg(not(feature = "mutants"))]
+    let after = payload.queued.get();
+    // After the first copy, only the headers: the payload is the one the
+    // frame queued just before carries.
+    let copy = after.and_then(|after| {
+        io.txq
+            .push_copy(after, ep.port, Some(io.id), crc.len(), |buf| {
+                translate_around(src, ident, ep, pkt, &crc, buf)
+            })
+    });
+    let ok = copy.unwrap_or_else(|| {
+        io.txq.push_with(ep.port, Some(io.id), |buf| {
+            translate_with_crc(src, ident, ep, pkt, payload.bytes, &crc, buf)
+        })
+    });
+    if ok {
+        payload.queued.set(Some(io.txq.pushed()));
+    } else {
+        io.drop(EngineDropReason::TxQueueFull);
+    }
+}
+
+/// Writes the frame for `pkt` toward `ep` around a pipe slot's payload
+/// into `buf`: when `buf` is the engine's own output buffer and already
+/// holds that payload at that offset (the copy before went to another
+/// endpoint), only the headers and the trailer. [ENG-053] [WIRE-072]
+pub(crate) fn emit_slot(
+    io: &mut Io<'_>,
+    src: Source,
+    ident: u16,
+    ep: &EndpointConfig,
+    pkt: &Outgoing,
+    payload: &SlotPayload<'_>,
+    buf: &mut [u8],
+) -> Result<usize, EmitError> {
+    // Test-only mutant: its stale ICRC needs the frame built whole.
+    #[cfg(feature = "mutants")]
+    if src.stale_icrc {
+        return translate_with_crc(src, ident, ep, pkt, payload.bytes, &payload.crc, buf);
+    }
+    let held = Held::new(io.id, payload.pipe, payload.version);
+    io.txq.emit_held(held, payload.bytes, buf, |b| {
+        translate_around(src, ident, ep, pkt, &payload.crc, b)
+    })
 }
 
 /// Writes an ACK/NAK frame toward `ep` into `buf`: TranslateHeader for

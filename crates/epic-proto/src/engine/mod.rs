@@ -69,6 +69,8 @@ mod mode3;
 #[cfg(feature = "alloc")]
 pub mod modules;
 #[cfg(feature = "alloc")]
+mod outcome;
+#[cfg(feature = "alloc")]
 mod pipe;
 #[cfg(feature = "alloc")]
 mod shared;
@@ -100,8 +102,10 @@ pub use error::{InstallError, InvalidContext};
 #[cfg(feature = "alloc")]
 pub use id::{ContextId, ContextSlot, EdgeId};
 #[cfg(feature = "alloc")]
-pub use inc_engine::{Disposition, FrameOutcome, IncEngine, Transmit, FRAME_OVERHEAD};
+pub use inc_engine::{IncEngine, FRAME_OVERHEAD};
 #[cfg(feature = "alloc")]
 pub use invocation::{Invocation, PipeId};
+#[cfg(feature = "alloc")]
+pub use outcome::{Disposition, FrameOutcome, Transmit};
 #[cfg(feature = "alloc")]
 pub use pipe::Pipe;

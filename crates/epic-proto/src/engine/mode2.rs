@@ -15,7 +15,7 @@ use super::counters::EngineDropReason;
 use super::endpoint::{EndpointState, Response};
 use super::id::EdgeId;
 use super::invocation::{EpSet, Invocation, Pattern, PipeId};
-use super::io::{queue_frame, Io};
+use super::io::{queue_frame, queue_shared, Io, SharedPayload};
 use super::mode::{ack_translated, receive_translated, ModeMachine, Translating};
 use super::modules::aggregate_data::aggregate_data;
 use super::modules::check_duplicate::check_duplicate;
@@ -268,9 +268,10 @@ impl Translated {
                     becn: false,
                     ext: ExtHeaders::default(),
                 };
+                let payload = SharedPayload::new(f.payload);
                 for out in replicate_data(outs, Some(ep)) {
                     if let Some(e) = s.eps.get(out.index()) {
-                        queue_frame(io, &e.cfg, &pkt, f.payload);
+                        queue_shared(io, &e.cfg, &pkt, &payload);
                     }
                 }
             }
@@ -383,10 +384,10 @@ impl Translated {
                 becn: false,
                 ext: ExtHeaders::default(),
             };
-            let payload = scratch.get(..len).unwrap_or(&[]);
+            let payload = SharedPayload::new(scratch.get(..len).unwrap_or(&[]));
             for out in replicate_data(outs, None) {
                 if let Some(e) = s.eps.get(out.index()) {
-                    queue_frame(io, &e.cfg, &pkt, payload);
+                    queue_shared(io, &e.cfg, &pkt, &payload);
                 }
             }
         }

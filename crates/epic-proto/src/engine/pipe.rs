@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 
 use super::invocation::PipeId;
 use crate::psn::Psn;
+use crate::wire::PayloadCrc;
 
 /// What a switch records beside a slot's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -44,8 +45,46 @@ pub struct Pipe {
     raw: Vec<u8>,
     degree: Vec<u8>,
     meta: Vec<SlotMeta>,
+    /// The CRC of each slot's payload as sent, once computed.
+    crcs: SlotCrcs,
     /// Mode III: the first PSN of the valid range [psnStart, psnStart+N).
     pub(crate) psn_start: Psn,
+}
+
+/// The CRC of each slot's first bytes, kept for the frames that send them
+/// as they are (Mode III's Down pipe: one payload, K endpoints, and every
+/// retransmission): computed at the first, combined with each frame's
+/// headers after that. [WIRE-072]
+///
+/// Only a cache: any mutable access to a slot's accumulator, and clearing
+/// the slot, forgets its entry; the arena is not charged for it, and it
+/// takes no part in comparing or hashing a pipe (the engine's state).
+#[derive(Debug, Clone, Default)]
+struct SlotCrcs {
+    /// Per slot: the CRC and the number it was computed under.
+    crcs: Vec<Option<(PayloadCrc, u64)>>,
+    /// CRCs computed so far: each gets its own number.
+    computed: u64,
+}
+
+impl SlotCrcs {
+    fn forget(&mut self, slot: usize) {
+        if let Some(c) = self.crcs.get_mut(slot) {
+            *c = None;
+        }
+    }
+}
+
+impl PartialEq for SlotCrcs {
+    fn eq(&self, _: &SlotCrcs) -> bool {
+        true
+    }
+}
+
+impl Eq for SlotCrcs {}
+
+impl core::hash::Hash for SlotCrcs {
+    fn hash<H: core::hash::Hasher>(&self, _: &mut H) {}
 }
 
 impl Pipe {
@@ -70,6 +109,10 @@ impl Pipe {
             raw: vec![0; slots * raw_children * raw_bytes],
             degree: vec![0; slots],
             meta: vec![SlotMeta::default(); slots],
+            crcs: SlotCrcs {
+                crcs: vec![None; slots],
+                computed: 0,
+            },
             psn_start: start,
         }
     }
@@ -123,8 +166,31 @@ impl Pipe {
         self.payload.get(at..at + self.slot_bytes).unwrap_or(&[])
     }
 
+    /// The first `len` bytes of a slot's accumulator, sent as they are
+    /// (data that is not reduced), with their CRC: computed at the first
+    /// call and kept until the slot changes. [WIRE-072]
+    pub(crate) fn payload_with_crc(&mut self, slot: usize, len: usize) -> Option<SlotPayload<'_>> {
+        let at = slot * self.slot_bytes;
+        let bytes = self.payload.get(at..at + self.slot_bytes)?.get(..len)?;
+        let cached = self.crcs.crcs.get_mut(slot)?;
+        let (crc, version) = match cached {
+            Some((c, v)) if c.len() == len => (*c, *v),
+            _ => {
+                self.crcs.computed += 1;
+                *cached.insert((PayloadCrc::new(bytes), self.crcs.computed))
+            }
+        };
+        Some(SlotPayload {
+            bytes,
+            crc,
+            pipe: self.id,
+            version,
+        })
+    }
+
     /// The whole accumulator of a slot, mutable.
     pub(crate) fn acc_mut(&mut self, slot: usize) -> &mut [u8] {
+        self.crcs.forget(slot);
         let at = slot * self.slot_bytes;
         self.payload
             .get_mut(at..at + self.slot_bytes)
@@ -140,6 +206,7 @@ impl Pipe {
     /// The accumulator and every child buffer of a slot, split for a
     /// reduction in child order.
     pub(crate) fn acc_and_raw(&mut self, slot: usize) -> (&mut [u8], &[u8]) {
+        self.crcs.forget(slot);
         let at = slot * self.slot_bytes;
         let acc = self
             .payload
@@ -156,6 +223,7 @@ impl Pipe {
     ///
     /// [`Reduction::load`]: super::aggregate::Reduction::load
     pub(crate) fn clear(&mut self, slot: usize) {
+        self.crcs.forget(slot);
         if let Some(d) = self.degree.get_mut(slot) {
             *d = 0;
         }
@@ -163,6 +231,17 @@ impl Pipe {
             *m = SlotMeta::default();
         }
     }
+}
+
+/// A slot's payload as sent, its CRC, and what identifies these bytes:
+/// the pipe and the number of the CRC computed over them, which no other
+/// contents of the pipe's slots get. [WIRE-072]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SlotPayload<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) crc: PayloadCrc,
+    pub(crate) pipe: PipeId,
+    pub(crate) version: u64,
 }
 
 /// Per-endpoint arrival bits of one pipe: one bit per slot (the paper's

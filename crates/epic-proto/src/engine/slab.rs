@@ -97,3 +97,26 @@ impl ContextSlab {
         self.slots.iter_mut().flatten()
     }
 }
+
+/// [`IncEngine::contexts`](super::IncEngine::contexts): the contexts, oldest
+/// install first.
+pub(crate) struct Contexts<I> {
+    pub(crate) inner: I,
+    pub(crate) left: usize,
+}
+
+impl<'a, I: Iterator<Item = &'a Context>> Iterator for Contexts<I> {
+    type Item = &'a Context;
+
+    fn next(&mut self) -> Option<&'a Context> {
+        let c = self.inner.next()?;
+        self.left = self.left.saturating_sub(1);
+        Some(c)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<'a, I: Iterator<Item = &'a Context>> ExactSizeIterator for Contexts<I> {}

@@ -12,6 +12,7 @@
 //! padding) are ignored. [WIRE-022]
 
 use super::field;
+use super::icrc::PayloadCrc;
 use super::{
     icrc, BthPacket, BthRepr, EmitError, EpicHeaderPacket, EpicHeaderRepr, Error, ErrorKind,
     EtherType, EthernetFrame, EthernetRepr, ExtHeaders, HeaderLayout, IpProtocol, Ipv4Packet,
@@ -667,6 +668,43 @@ impl RoceFrameRepr {
     /// headers must be exactly those the opcode carries (any for an unknown
     /// opcode). [WIRE-001]
     pub fn emit(&self, payload: &[u8], buf: &mut [u8]) -> Result<usize, EmitError> {
+        self.emit_inner(Body::Bytes(payload), buf)
+    }
+
+    /// [`emit`](Self::emit) for a payload whose CRC was computed once for
+    /// all the frames that carry it: the ICRC combines it with these
+    /// headers instead of hashing the payload again. The bytes written are
+    /// those `emit` writes. A `crc` computed over another length is not
+    /// used. [WIRE-001] [WIRE-072]
+    pub fn emit_with_crc(
+        &self,
+        payload: &[u8],
+        crc: &PayloadCrc,
+        buf: &mut [u8],
+    ) -> Result<usize, EmitError> {
+        match crc.len() == payload.len() {
+            true => self.emit_inner(Body::Combined(payload, crc), buf),
+            false => self.emit_inner(Body::Bytes(payload), buf),
+        }
+    }
+
+    /// Everything [`emit_with_crc`](Self::emit_with_crc) writes but the
+    /// payload: the headers, the pad and the ICRC of a frame that carries
+    /// the payload `crc` was computed over, whose bytes are (or will be put)
+    /// in place by the caller, at the offset returned with the frame's
+    /// length. For frames that share one payload buffer and differ in
+    /// their headers. [WIRE-001] [WIRE-072]
+    pub fn emit_around(
+        &self,
+        crc: &PayloadCrc,
+        buf: &mut [u8],
+    ) -> Result<(usize, usize), EmitError> {
+        let len = self.emit_inner(Body::Around(crc), buf)?;
+        let pad = usize::from(self.bth.pad_count & 0b11);
+        Ok((len, len - ICRC_LEN - pad - crc.len()))
+    }
+
+    fn emit_inner(&self, body: Body<'_>, buf: &mut [u8]) -> Result<usize, EmitError> {
         if let Some(layout) = self.bth.opcode.layout() {
             let wanted = HeaderLayout {
                 payload: false,
@@ -678,9 +716,10 @@ impl RoceFrameRepr {
                 });
             }
         }
+        let payload_len = body.len();
         let mut r = *self;
-        r.normalize(payload.len());
-        let len = r.buffer_len(payload.len());
+        r.normalize(payload_len);
+        let len = r.buffer_len(payload_len);
         let datagram_len = len - r.eth.buffer_len();
         if datagram_len > usize::from(u16::MAX) {
             return Err(EmitError::TooLong { len: datagram_len });
@@ -699,15 +738,45 @@ impl RoceFrameRepr {
         r.bth.emit(field_mut(frame, at))?;
         at += BTH_LEN;
         at += r.ext.emit(field_mut(frame, at))?;
-        field::set_bytes(frame, at, payload);
-        at += payload.len();
+        let payload_at = at - ip_at;
+        if let Body::Bytes(payload) | Body::Combined(payload, _) = body {
+            field::set_bytes(frame, at, payload);
+        }
+        at += payload_len;
         let pad = usize::from(r.bth.pad_count);
         field::set_bytes(frame, at, field::slice(&[0u8; 3], 0..pad));
-        icrc::fill(field_mut(frame, ip_at)).map_err(|_| EmitError::BufferTooSmall {
+        let datagram = field_mut(frame, ip_at);
+        match body {
+            Body::Combined(_, crc) | Body::Around(crc) => {
+                icrc::fill_with(datagram, payload_at, crc)
+            }
+            Body::Bytes(_) => icrc::fill(datagram),
+        }
+        .map_err(|_| EmitError::BufferTooSmall {
             required: len,
             available: buf.len(),
         })?;
         Ok(len)
+    }
+}
+
+/// What [`RoceFrameRepr::emit_inner`] puts after the headers.
+#[derive(Clone, Copy)]
+enum Body<'a> {
+    /// The payload, hashed with the frame.
+    Bytes(&'a [u8]),
+    /// The payload, and its CRC computed beforehand.
+    Combined(&'a [u8], &'a PayloadCrc),
+    /// Nothing: the payload is the caller's to put in place.
+    Around(&'a PayloadCrc),
+}
+
+impl Body<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Body::Bytes(p) | Body::Combined(p, _) => p.len(),
+            Body::Around(crc) => crc.len(),
+        }
     }
 }
 

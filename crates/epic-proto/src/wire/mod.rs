@@ -63,7 +63,7 @@ pub use eth::{
 };
 pub use ext::ExtHeaders;
 pub use frame::{is_epic_control, FrameLayout, LaxFrame, RoceFrame, RoceFrameRepr};
-pub use icrc::ICRC_LEN;
+pub use icrc::{PayloadCrc, ICRC_LEN};
 pub use ieth::{IethPacket, IethRepr, IETH_LEN};
 pub use immdt::{ImmDtPacket, ImmDtRepr, IMMDT_LEN};
 pub use ipv4::{internet_checksum, Dscp, Ecn, IpProtocol, Ipv4Packet, Ipv4Repr, IPV4_HEADER_LEN};

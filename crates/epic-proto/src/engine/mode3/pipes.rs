@@ -9,7 +9,7 @@ use crate::engine::counters::EngineDropReason;
 use crate::engine::endpoint::Response;
 use crate::engine::id::EdgeId;
 use crate::engine::invocation::{Pattern, PipeId};
-use crate::engine::io::{emitted, Io};
+use crate::engine::io::{emit_slot, emitted, Io};
 use crate::engine::mode2::{control_packet, result_payload};
 use crate::engine::modules::aggregate_data::aggregate_data;
 use crate::engine::modules::check_duplicate::check_duplicate;
@@ -576,8 +576,9 @@ impl Augmented {
                     r?
                 }
                 None => {
-                    let payload = pipe.acc(slot).get(..n)?;
-                    let r = translate_header(src, ident, &e.cfg, &pkt, payload, buf);
+                    // One CRC of the slot's payload for all its copies. [WIRE-072]
+                    let payload = self.pipe_mut(pid).payload_with_crc(slot, n)?;
+                    let r = emit_slot(io, src, ident, &e.cfg, &pkt, &payload, buf);
                     emitted(io, r)?
                 }
             }

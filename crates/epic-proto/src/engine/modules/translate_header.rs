@@ -9,7 +9,7 @@ use crate::psn::Psn;
 use crate::roce::rxe_udp_sport;
 use crate::wire::{
     BthRepr, Dscp, Ecn, EmitError, EtherType, EthernetAddress, EthernetRepr, ExtHeaders,
-    IpProtocol, Ipv4Repr, Opcode, RoceFrameRepr, UdpRepr, ROCEV2_PORT,
+    IpProtocol, Ipv4Repr, Opcode, PayloadCrc, RoceFrameRepr, UdpRepr, ROCEV2_PORT,
 };
 
 /// The switch's side of a translation: its addresses and a running IPv4
@@ -46,7 +46,59 @@ pub(crate) fn translate_header(
     payload: &[u8],
     buf: &mut [u8],
 ) -> Result<usize, EmitError> {
-    let repr = RoceFrameRepr {
+    let repr = translated(src, ident, ep, pkt, payload.len());
+    #[cfg(feature = "mutants")]
+    if src.stale_icrc {
+        return emit_stale_icrc(&repr, src, ep, payload, buf);
+    }
+    repr.emit(payload, buf)
+}
+
+/// [`translate_header`] for a payload sent to several endpoints, whose
+/// CRC `crc` was computed once for all of them: the frame's ICRC combines
+/// it with the translated headers. Writes the same bytes. [ENG-053]
+/// [WIRE-072]
+pub(crate) fn translate_with_crc(
+    src: Source,
+    ident: u16,
+    ep: &EndpointConfig,
+    pkt: &Outgoing,
+    payload: &[u8],
+    crc: &PayloadCrc,
+    buf: &mut [u8],
+) -> Result<usize, EmitError> {
+    let repr = translated(src, ident, ep, pkt, payload.len());
+    #[cfg(feature = "mutants")]
+    if src.stale_icrc {
+        return emit_stale_icrc(&repr, src, ep, payload, buf);
+    }
+    repr.emit_with_crc(payload, crc, buf)
+}
+
+/// [`translate_with_crc`] without the payload: the headers, pad and ICRC
+/// of the frame around a payload the caller puts in place; returns the
+/// frame's length and the payload's offset. [ENG-053] [WIRE-072]
+pub(crate) fn translate_around(
+    src: Source,
+    ident: u16,
+    ep: &EndpointConfig,
+    pkt: &Outgoing,
+    crc: &PayloadCrc,
+    buf: &mut [u8],
+) -> Result<(usize, usize), EmitError> {
+    translated(src, ident, ep, pkt, crc.len()).emit_around(crc, buf)
+}
+
+/// The headers of the frame for `pkt` with a payload of `payload_len`
+/// bytes toward endpoint `ep`. [ENG-053]
+fn translated(
+    src: Source,
+    ident: u16,
+    ep: &EndpointConfig,
+    pkt: &Outgoing,
+    payload_len: usize,
+) -> RoceFrameRepr {
+    RoceFrameRepr {
         eth: EthernetRepr {
             dst: ep.remote_mac,
             src: src.mac,
@@ -74,7 +126,7 @@ pub(crate) fn translate_header(
             opcode: pkt.opcode,
             solicited: false,
             mig_req: false,
-            pad_count: BthRepr::pad_for(payload.len()),
+            pad_count: BthRepr::pad_for(payload_len),
             tver: 0,
             pkey: BthRepr::DEFAULT_PKEY,
             fecn: false,
@@ -84,12 +136,7 @@ pub(crate) fn translate_header(
             psn: pkt.psn,
         },
         ext: pkt.ext,
-    };
-    #[cfg(feature = "mutants")]
-    if src.stale_icrc {
-        return emit_stale_icrc(&repr, src, ep, payload, buf);
     }
-    repr.emit(payload, buf)
 }
 
 /// Test-only mutant `Pitfall::StaleIcrc`: emits `repr` with the ICRC the
@@ -164,5 +211,13 @@ mod tests {
         assert_eq!(f.bth.pad_count, 1);
         assert_eq!(f.payload, &[1, 2, 3]);
         assert!(translate_header(src, 9, &ep, &pkt, &[0; 300], &mut buf).is_err());
+        // [WIRE-072] With the payload's CRC computed beforehand: the same
+        // bytes.
+        let payload = [7u8; 101];
+        let n = translate_header(src, 9, &ep, &pkt, &payload, &mut buf).unwrap();
+        let mut with = [0u8; 256];
+        let crc = PayloadCrc::new(&payload);
+        let m = translate_with_crc(src, 9, &ep, &pkt, &payload, &crc, &mut with).unwrap();
+        assert_eq!(buf[..n], with[..m]);
     }
 }

@@ -2,6 +2,7 @@
 
 mod alignment_tests;
 mod install_tests;
+mod lend_tests;
 mod lock_tests;
 #[cfg(feature = "mutants")]
 mod mutant_tests;
