@@ -6,9 +6,11 @@
 //!
 //! - [`wire`]: zero-copy views and owned representations of Ethernet, IPv4,
 //!   UDP, the InfiniBand transport headers carried by RoCEv2 (BTH, RETH, AETH,
-//!   ImmDt, IETH, DETH, AtomicETH, AtomicAckETH, CNP) and the EPIC Collective
-//!   Header; whole-frame parsing with typed errors; ICRC; header rewrites.
+//!   ImmDt, IETH, DETH, AtomicETH, AtomicAckETH, CNP), EPIC's SACK and the
+//!   EPIC Collective Header; whole-frame parsing with typed errors; ICRC; header rewrites.
 //! - [`psn`]: the 24-bit packet sequence number with serial arithmetic.
+//! - [`sack`]: Selective Retransmission bookkeeping: the receive window
+//!   that produces SACKs and the sender's reading of them.
 //! - `trace` (features `serde` + `alloc`): one serializable record per
 //!   captured frame, the schema of `epic decode --format json`.
 //!
@@ -51,6 +53,7 @@ pub mod host;
 pub mod psn;
 #[cfg(feature = "alloc")]
 pub mod roce;
+pub mod sack;
 pub mod time;
 #[cfg(all(feature = "serde", feature = "alloc"))]
 pub mod trace;
