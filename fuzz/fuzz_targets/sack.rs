@@ -63,7 +63,9 @@ fn check_parse(cum: Psn, eth: &[u8]) -> Result<SackRepr, epic_proto::wire::Error
             version: byte(eth, 0) >> 4,
         })
     } else if n == 0 || n > SACK_MAX_WORDS {
-        Some(ErrorKind::SackWordCount { words: byte(eth, 1) })
+        Some(ErrorKind::SackWordCount {
+            words: byte(eth, 1),
+        })
     } else if eth.len() != SACK_HEADER_LEN + 4 * n {
         Some(ErrorKind::SackLength {
             words: byte(eth, 1),
@@ -249,7 +251,10 @@ fn check_window(start: Psn, data: &[u8], other: Option<&SackRepr>) {
         let from = sack.cumulative().sub(2 * SACK_MAX_PSNS);
         for d in 0..5 * SACK_MAX_PSNS {
             let p = from.add(d);
-            let sep = p.diff(sack.cumulative()).abs().max(p.diff(o.cumulative()).abs());
+            let sep = p
+                .diff(sack.cumulative())
+                .abs()
+                .max(p.diff(o.cumulative()).abs());
             if sep >= 1 << 22 {
                 continue; // far apart: serial order is not meaningful
             }
