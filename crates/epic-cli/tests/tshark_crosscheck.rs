@@ -570,7 +570,7 @@ fn check_frame(n: usize, s: &Sent, line: &str, vendor: Option<&str>) -> Vec<Stri
         "infiniband.atomiceth.cmpdt",
         r.ext.atomic_eth.map(|a| a.compare),
     );
-    // [WIRE-045] Wireshark does not know the SACK opcode (0x1F,
+    // [WIRE-045] Wireshark does not know the SACK opcode (0x1E,
     // [WIRE-052]), so it shows no AETH there (checked below).
     let sack = r.bth.opcode == Opcode::RcSack;
     let aeth = r.ext.aeth.filter(|_| !sack);
@@ -598,7 +598,7 @@ fn check_frame(n: usize, s: &Sent, line: &str, vendor: Option<&str>) -> Vec<Stri
     );
 
     if sack {
-        // [WIRE-052] [WIRE-053] Wireshark has no layout for 0x1F either:
+        // [WIRE-052] [WIRE-053] Wireshark has no layout for 0x1E either:
         // AETH, SACKETH and ICRC are one `infiniband.vendor` blob.
         c.num("infiniband.invariant.crc", None);
         let mut want = vec![0u8; AETH_LEN];

@@ -56,7 +56,7 @@ enum_with_unknown! {
         /// RC SACK: an EPIC selective acknowledgement (AETH, SACKETH), sent
         /// only on connections granted Selective Retransmission; not an
         /// IBTA opcode. [WIRE-052]
-        RcSack = 0x1f,
+        RcSack = 0x1e,
         /// UC SEND First.
         UcSendFirst = 0x20,
         /// UC SEND Middle.
@@ -405,7 +405,7 @@ mod tests {
     // (in the payload position).
     #[test]
     fn sack_opcode() {
-        assert_eq!(Opcode::from(0x1f), Opcode::RcSack);
+        assert_eq!(Opcode::from(0x1e), Opcode::RcSack);
         assert_eq!(Opcode::RcSack.transport(), Transport::Rc);
         let l = Opcode::RcSack.layout().unwrap();
         assert!(l.aeth && l.payload);
