@@ -9,8 +9,9 @@
 //!     failure `stop` is the strict error. `FrameLayout::locate` returns the
 //!     lax layout. `parse_verified` accepts exactly the frames `parse`
 //!     accepts and `verify` passes; it reports `parse`'s error, except that a
-//!     frame failing both an EPIC check and a checksum may be reported by its
-//!     checksum (the implementation judges checksums before the EPIC header).
+//!     frame failing both an EPIC or SACK check and a checksum may be
+//!     reported by its checksum (the implementation judges checksums before
+//!     the EPIC header and the SACKETH).
 //! (b) A parsed frame re-emits: `repr()` is already normalized, `emit` into
 //!     `buffer_len(payload)` bytes succeeds, and re-parsing gives the same
 //!     repr, payload, layout and EPIC header with a correct IPv4 checksum and
@@ -294,11 +295,14 @@ fn check_verified(data: &[u8], strict: &Result<RoceFrame<'_>, Error>, lax: &LaxF
         }
         (Err(e), Err(v)) => {
             // Either the structural error of `parse`, or, when the checksums
-            // are judged before the EPIC header (SPEC Table 9-1 order in the
-            // implementation), the checksum failure of a frame whose EPIC
-            // header also fails.
+            // are judged before the EPIC header and the SACKETH (SPEC Table
+            // 9-1 order), the checksum failure of a frame whose EPIC header
+            // or SACKETH also fails.
             if v != *e {
-                assert_eq!(e.layer, Layer::Epic, "parse_verified {v:?} but parse {e:?}");
+                assert!(
+                    matches!(e.layer, Layer::Epic | Layer::Sack),
+                    "parse_verified {v:?} but parse {e:?}"
+                );
                 assert_eq!(Some(v), checksums, "parse_verified {v:?} but parse {e:?}");
             }
         }

@@ -296,6 +296,14 @@ fn random_frame(rng: &mut Rng, epic_control: bool) -> Sent {
         ext.immdt = Some(ImmDtRepr(EPIC_IMM_TAG));
         let pad = BthRepr::pad_for(p.len());
         (p, pad)
+    } else if opcode == Opcode::RcSack {
+        // [WIRE-053] A well-formed SACKETH: 1..=32 words, bit 0 clear.
+        let mut words: Vec<u32> = (0..=rng.below(32)).map(|_| rng.u32()).collect();
+        words[0] &= 0x7fff_ffff;
+        let sack = SackRepr::from_words(Psn::ZERO, &words).unwrap();
+        let mut p = vec![0u8; sack.buffer_len()];
+        sack.emit(&mut p).unwrap();
+        (p, 0)
     } else if layout.payload {
         let len = payload_len(rng);
         let p = rng.bytes(len);
@@ -562,12 +570,15 @@ fn check_frame(n: usize, s: &Sent, line: &str, vendor: Option<&str>) -> Vec<Stri
         "infiniband.atomiceth.cmpdt",
         r.ext.atomic_eth.map(|a| a.compare),
     );
-    // [WIRE-045]
+    // [WIRE-045] Wireshark does not know the SACK opcode (0x1E,
+    // [WIRE-052]), so it shows no AETH there (checked below).
+    let sack = r.bth.opcode == Opcode::RcSack;
+    let aeth = r.ext.aeth.filter(|_| !sack);
     c.num(
         "infiniband.aeth.syndrome",
-        r.ext.aeth.map(|a| u64::from(u8::from(a.syndrome))),
+        aeth.map(|a| u64::from(u8::from(a.syndrome))),
     );
-    c.num("infiniband.aeth.msn", r.ext.aeth.map(|a| u64::from(a.msn)));
+    c.num("infiniband.aeth.msn", aeth.map(|a| u64::from(a.msn)));
     c.num(
         "infiniband.atomicacketh.origremdt",
         r.ext.atomic_ack_eth.map(|a| a.orig_remote_data),
@@ -586,7 +597,22 @@ fn check_frame(n: usize, s: &Sent, line: &str, vendor: Option<&str>) -> Vec<Stri
         r.ext.deth.map(|d| u64::from(d.src_qp.value())),
     );
 
-    if r.bth.opcode == Opcode::Cnp {
+    if sack {
+        // [WIRE-052] [WIRE-053] Wireshark has no layout for 0x1E either:
+        // AETH, SACKETH and ICRC are one `infiniband.vendor` blob.
+        c.num("infiniband.invariant.crc", None);
+        let mut want = vec![0u8; AETH_LEN];
+        r.ext.aeth.unwrap().emit(&mut want).unwrap();
+        want.extend_from_slice(&s.payload);
+        want.extend_from_slice(&s.icrc.to_le_bytes());
+        let want = hex(&want);
+        let vendor = vendor.unwrap_or("");
+        if !vendor.split(',').any(|v| hex_bytes(v) == want) {
+            c.bad.push(format!(
+                "infiniband.vendor: tshark {vendor:?}, emitted {want}"
+            ));
+        }
+    } else if r.bth.opcode == Opcode::Cnp {
         // [WIRE-051] Wireshark has no layout for 0x81: the 16 reserved
         // bytes and the ICRC are one `infiniband.vendor` blob, and there is
         // no ICRC field. Check the blob.

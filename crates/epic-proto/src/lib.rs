@@ -6,12 +6,14 @@
 //!
 //! - [`wire`]: zero-copy views and owned representations of Ethernet, IPv4,
 //!   UDP, the InfiniBand transport headers carried by RoCEv2 (BTH, RETH, AETH,
-//!   ImmDt, IETH, DETH, AtomicETH, AtomicAckETH, CNP) and the EPIC Collective
-//!   Header; whole-frame parsing with typed errors; ICRC; header rewrites.
+//!   ImmDt, IETH, DETH, AtomicETH, AtomicAckETH, CNP), EPIC's SACK and the
+//!   EPIC Collective Header; whole-frame parsing with typed errors; ICRC; header rewrites.
 //! - [`psn`]: the 24-bit packet sequence number with serial arithmetic.
 //! - [`cc`]: timers from measured RTT (RFC 6298, Karn, tail-loss probe)
 //!   and DCQCN congestion control (reaction, notification and congestion
 //!   points), sans-IO.
+//! - [`sack`]: Selective Retransmission bookkeeping: the receive window
+//!   that produces SACKs and the sender's reading of them.
 //! - `trace` (features `serde` + `alloc`): one serializable record per
 //!   captured frame, the schema of `epic decode --format json`.
 //!
@@ -55,6 +57,7 @@ pub mod host;
 pub mod psn;
 #[cfg(feature = "alloc")]
 pub mod roce;
+pub mod sack;
 pub mod time;
 #[cfg(all(feature = "serde", feature = "alloc"))]
 pub mod trace;

@@ -28,9 +28,9 @@ use crate::wire::{
     is_epic_control, AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, CnpRepr, Collective,
     DataType, DethRepr, Dscp, Ecn, EpicFlags, EpicHeaderRepr, EtherType, EthernetAddress,
     EthernetRepr, ExtHeaders, GroupId, HeaderRewrite, IethRepr, ImmDtRepr, IpProtocol, Ipv4Repr,
-    NakCode, Opcode, Qpn, ReduceOp, RethRepr, RoceFrameRepr, Syndrome, UdpRepr, VlanId, VlanPcp,
-    VlanTag, EPIC_HEADER_LEN, EPIC_IMM_TAG, IPV4_HEADER_LEN, MAX_PAYLOAD_BYTES, ROCEV2_PORT,
-    UDP_HEADER_LEN,
+    NakCode, Opcode, Qpn, ReduceOp, RethRepr, RoceFrameRepr, SackRepr, Syndrome, UdpRepr, VlanId,
+    VlanPcp, VlanTag, EPIC_HEADER_LEN, EPIC_IMM_TAG, IPV4_HEADER_LEN, MAX_PAYLOAD_BYTES,
+    ROCEV2_PORT, SACK_MAX_WORDS, UDP_HEADER_LEN,
 };
 
 // ---------------------------------------------------------------- Ethernet
@@ -624,6 +624,11 @@ pub fn roce_frame_with(
             if is_epic_control(&bth, &ext) {
                 ext.immdt = Some(ImmDtRepr(EPIC_IMM_TAG ^ 1));
             }
+            let payload = if bth.opcode == Opcode::RcSack {
+                sack_from_bytes(bth.psn, &payload)
+            } else {
+                payload
+            };
             let mut repr = RoceFrameRepr {
                 eth,
                 ipv4,
@@ -634,6 +639,37 @@ pub fn roce_frame_with(
             repr.normalize(payload.len());
             (repr, payload)
         })
+}
+
+/// The SACKETH of a well-formed SACK whose bitmap words come from `bytes`
+/// (1..=32 words, as many as `bytes` fills; bit 0 cleared). [WIRE-053]
+pub fn sack_from_bytes(cumulative: Psn, bytes: &[u8]) -> Vec<u8> {
+    let mut words: Vec<u32> = bytes
+        .chunks(4)
+        .take(SACK_MAX_WORDS)
+        .map(|c| c.iter().fold(0u32, |w, b| (w << 8) | u32::from(*b)))
+        .collect();
+    if words.is_empty() {
+        words.push(0);
+    }
+    if let Some(w) = words.first_mut() {
+        *w &= 0x7fff_ffff;
+    }
+    let sack = SackRepr::from_words(cumulative, &words).unwrap_or(SackRepr::new(cumulative));
+    let mut out = alloc::vec![0u8; sack.buffer_len()];
+    let _ = sack.emit(&mut out);
+    out
+}
+
+/// Any well-formed SACK: a cumulative point and up to 1024 PSNs after it.
+/// [WIRE-054]
+pub fn sack_any() -> impl Strategy<Value = SackRepr> {
+    (psn_any(), vec(any::<u32>(), 1..=SACK_MAX_WORDS)).prop_map(|(cum, mut words)| {
+        if let Some(w) = words.first_mut() {
+            *w &= 0x7fff_ffff;
+        }
+        SackRepr::from_words(cum, &words).unwrap_or(SackRepr::new(cum))
+    })
 }
 
 /// Any normalized RoCEv2 frame with a named opcode and its payload

@@ -36,7 +36,8 @@ use crate::psn::Psn;
 use crate::wire::{
     AethRepr, BthRepr, Dscp, Ecn, EmitError, EpicHeaderRepr, EtherType, EthernetAddress,
     EthernetRepr, ExtHeaders, ImmDtRepr, IpProtocol, Ipv4Repr, Opcode, Qpn, RethRepr,
-    RoceFrameRepr, UdpRepr, VlanTag, EPIC_HEADER_LEN, EPIC_IMM_TAG, ROCEV2_PORT,
+    RoceFrameRepr, SackRepr, Syndrome, UdpRepr, VlanTag, EPIC_HEADER_LEN, EPIC_IMM_TAG,
+    ROCEV2_PORT, SACK_HEADER_LEN, SACK_MAX_WORDS,
 };
 
 /// The default source MAC address.
@@ -282,6 +283,25 @@ impl FrameBuilder {
     pub fn reth(mut self, reth: RethRepr) -> Self {
         self.repr.ext.reth = Some(reth);
         self
+    }
+
+    /// An RC SACK carrying `sack`: opcode [`Opcode::RcSack`], the BTH PSN
+    /// its cumulative point, AckReq clear, an ACK AETH (MSN 0) unless one
+    /// was set, the SACKETH as the bytes after the AETH. [WIRE-052]
+    pub fn sack(mut self, sack: &SackRepr) -> Self {
+        let mut bytes = [0u8; SACK_HEADER_LEN + 4 * SACK_MAX_WORDS];
+        // Cannot fail: the buffer holds the largest SACKETH.
+        let len = sack.emit(&mut bytes).unwrap_or(0);
+        self.repr.bth.opcode = Opcode::RcSack;
+        self.repr.bth.psn = sack.cumulative();
+        self.repr.bth.ack_req = false;
+        if self.repr.ext.aeth.is_none() {
+            self.repr.ext.aeth = Some(AethRepr {
+                syndrome: Syndrome::ACK,
+                msn: 0,
+            });
+        }
+        self.payload(bytes.get(..len).unwrap_or(&[]))
     }
 
     /// Payload.

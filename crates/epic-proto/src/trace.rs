@@ -6,9 +6,10 @@
 //! Serialized with serde it is one JSON object per frame (JSON Lines):
 //! `frame`, `ts`, `len`, `roce`, then the layer objects present (`eth`,
 //! `ipv4`, `udp`, `bth`, `deth`, `reth`, `atomic_eth`, `aeth`,
-//! `atomic_ack_eth`, `immdt`, `ieth`, `cnp`, `epic`), then `payload_len`,
+//! `atomic_ack_eth`, `immdt`, `ieth`, `cnp`, `sack`, `epic`), then `payload_len`,
 //! `icrc`, `icrc_ok` and `error`. Its `Display` is the one-line text form.
 
+use alloc::vec::Vec;
 use core::fmt;
 use core::net::Ipv4Addr;
 
@@ -16,7 +17,8 @@ use serde::{Serialize, Serializer};
 
 use crate::wire::{
     AtomicAckEthRepr, AtomicEthRepr, DethRepr, EpicHeaderRepr, Error, ErrorKind, EthernetAddress,
-    IethRepr, LaxFrame, Layer, LockRequest, RethRepr, Syndrome, ROCEV2_PORT,
+    IethRepr, LaxFrame, Layer, LockRequest, Opcode, RethRepr, SackPacket, SackRepr, Syndrome,
+    ROCEV2_PORT,
 };
 
 fn display<T: fmt::Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
@@ -136,6 +138,19 @@ pub struct AethRecord {
     pub msn: u32,
 }
 
+/// A selective acknowledgement (RC SACK): the cumulative point and the
+/// runs of PSNs received after it. [WIRE-052] [WIRE-054]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SackRecord {
+    /// The cumulative point: the last PSN received in order (the BTH PSN).
+    pub cumulative: u32,
+    /// Bitmap words on the wire.
+    pub words: usize,
+    /// Runs of received PSNs after the cumulative point, as inclusive
+    /// `[first, last]` pairs in PSN order.
+    pub received: Vec<[u32; 2]>,
+}
+
 /// EPIC Collective Header fields.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct EpicRecord {
@@ -232,6 +247,9 @@ pub struct FrameRecord {
     /// Present (true) on a CNP.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cnp: Option<bool>,
+    /// The SACK of an RC SACK whose SACKETH parsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sack: Option<SackRecord>,
     /// EPIC Collective Header.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub epic: Option<EpicRecord>,
@@ -328,6 +346,7 @@ impl FrameRecord {
             immdt: lax.ext.immdt.map(|i| i.0),
             ieth: lax.ext.ieth,
             cnp: lax.ext.cnp.map(|_| true),
+            sack: sack_record(lax),
             epic: lax.epic.as_ref().map(epic_record),
             payload_len: lax.payload.map(<[u8]>::len),
             icrc: lax.icrc,
@@ -339,6 +358,18 @@ impl FrameRecord {
             }),
         }
     }
+}
+
+/// The SACK of a lax-parsed frame, when it is an RC SACK whose SACKETH
+/// parses. [WIRE-052]
+fn sack_record(lax: &LaxFrame<'_>) -> Option<SackRecord> {
+    let bth = lax.bth.filter(|b| b.opcode == Opcode::RcSack)?;
+    let sack = SackRepr::parse(&SackPacket::new_unchecked(lax.payload?), bth.psn).ok()?;
+    Some(SackRecord {
+        cumulative: sack.cumulative().value(),
+        words: sack.words().len(),
+        received: sack.ranges().map(|(a, b)| [a.value(), b.value()]).collect(),
+    })
 }
 
 fn epic_record(h: &EpicHeaderRepr) -> EpicRecord {
@@ -399,6 +430,21 @@ impl fmt::Display for FrameRecord {
         }
         if let Some(a) = &self.aeth {
             write!(f, " {} msn={}", Syndrome::from(a.syndrome), a.msn)?;
+        }
+        if let Some(sack) = &self.sack {
+            write!(f, " SACK cum={}", sack.cumulative)?;
+            let mut sep = " +[";
+            for [a, b] in &sack.received {
+                if a == b {
+                    write!(f, "{sep}{a}")?;
+                } else {
+                    write!(f, "{sep}{a}-{b}")?;
+                }
+                sep = ",";
+            }
+            if sep == "," {
+                f.write_str("]")?;
+            }
         }
         if let Some(r) = &self.reth {
             write!(f, " va=0x{:x} rkey=0x{:x} dlen={}", r.va, r.rkey, r.dma_len)?;
@@ -462,7 +508,7 @@ mod tests {
     use crate::{Instant, Psn};
 
     /// A control frame of a Barrier with `flags`, as a rank's QP sends it.
-    fn barrier_frame(flags: EpicFlags) -> vec::Vec<u8> {
+    fn barrier_frame(flags: EpicFlags) -> Vec<u8> {
         let path = PathConfig::new(
             EthernetAddress([2, 0, 0, 0, 0, 1]),
             EthernetAddress([2, 0, 0, 0, 0, 2]),
@@ -474,7 +520,7 @@ mod tests {
             Qpn::try_new(0x22).unwrap(),
             path,
         );
-        let mut qp: RcQp<vec::Vec<u8>, vec::Vec<u8>> = RcQp::new(cfg).unwrap();
+        let mut qp: RcQp<Vec<u8>, Vec<u8>> = RcQp::new(cfg).unwrap();
         let h = EpicHeaderRepr {
             group_id: GroupId(7),
             invocation: 3,
@@ -537,5 +583,38 @@ mod tests {
                 None => assert!(!line.contains("lock="), "{line}"),
             }
         }
+    }
+
+    // [WIRE-052] [WIRE-054] A SACK decodes to its cumulative point and the
+    // runs received after it, in the record and on its line; a malformed
+    // one shows its error and no SACK.
+    #[test]
+    fn sack_is_decoded() {
+        use crate::testing::FrameBuilder;
+        use crate::wire::SackRepr;
+        // cum 100; 102..=104 and 133 received.
+        let sack =
+            SackRepr::from_words(Psn::from_truncated(100), &[0x7000_0000, 0x8000_0000]).unwrap();
+        let bytes = FrameBuilder::new(Opcode::RcSack).sack(&sack).build();
+        let r = FrameRecord::decode(1, 0, &bytes);
+        let s = r.sack.clone().unwrap();
+        assert_eq!((s.cumulative, s.words), (100, 2));
+        assert_eq!(s.received, vec![[102, 104], [133, 133]]);
+        assert!(r.error.is_none());
+        let line = r.to_string();
+        assert!(line.contains("RC_SACK qp=0x000011 psn=100"), "{line}");
+        assert!(line.contains(" SACK cum=100 +[102-104,133]"), "{line}");
+
+        let mut eth = [0u8; 12];
+        sack.emit(&mut eth).unwrap();
+        eth[0] = 0x20;
+        let bad = FrameBuilder::new(Opcode::RcSack)
+            .sack(&sack)
+            .payload(&eth)
+            .build();
+        let r = FrameRecord::decode(1, 0, &bad);
+        assert!(r.sack.is_none());
+        assert_eq!(r.error.map(|e| e.layer), Some(Layer::Sack));
+        assert!(r.to_string().contains("ERROR sack@"));
     }
 }

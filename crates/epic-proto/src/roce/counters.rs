@@ -70,7 +70,7 @@ drop_reasons! {
     StaleResponse => "stale_response",
     /// A response for a PSN never sent.
     GhostResponse => "ghost_response",
-    /// A read response or atomic acknowledge; this QP issues neither.
+    /// A read response, atomic acknowledge or SACK; this QP asks for none.
     UnexpectedResponse => "unexpected_response",
     /// A sequence NAK while a retry is already under way (rxe allows one).
     RetryInProgress => "retry_in_progress",

@@ -319,8 +319,10 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             | Opcode::RcRdmaReadResponseFirst
             | Opcode::RcRdmaReadResponseMiddle
             | Opcode::RcRdmaReadResponseLast
-            | Opcode::RcRdmaReadResponseOnly => {
-                // This QP never issues READs or atomics. [RC-035]
+            | Opcode::RcRdmaReadResponseOnly
+            | Opcode::RcSack => {
+                // This QP never issues READs or atomics, and never asks
+                // for SACKs (it runs go-back-N). [RC-035] [WIRE-052]
                 self.counters.drop(DropReason::UnexpectedResponse);
             }
             _ => {

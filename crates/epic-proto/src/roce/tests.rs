@@ -1028,3 +1028,31 @@ fn ack_of_everything_sent_opens_the_window_for_poll_transmit() {
         }
     }
 }
+
+/// [RC-035] [WIRE-052]: a go-back-N QP never asks for SACKs; one that
+/// arrives anyway is dropped as an unexpected response, without effect on
+/// either half of the QP.
+#[test]
+fn sack_is_dropped_without_effect() {
+    use crate::testing::FrameBuilder;
+    use crate::wire::SackRepr;
+    let mut p = Pair::new();
+    p.a.post_send(WrId(0), SendOp::Send, vec![3; 8]).unwrap();
+    let _ = p.a_to_b(); // PSN 0 outstanding
+    let sack = SackRepr::from_words(Psn::ZERO, &[0x4000_0000]).unwrap();
+    let frame = FrameBuilder::new(Opcode::RcSack)
+        .src_mac(EthernetAddress([2, 0, 0, 0, 0, 0xb]))
+        .dst_mac(EthernetAddress([2, 0, 0, 0, 0, 0xa]))
+        .src_ip(Ipv4Addr::new(10, 0, 0, 2))
+        .dst_ip(Ipv4Addr::new(10, 0, 0, 1))
+        .dest_qp(qpn(0x11))
+        .sack(&sack)
+        .build();
+    p.a.handle_frame(p.now, &frame);
+    let c = p.a.counters();
+    assert_eq!(c.drops(DropReason::UnexpectedResponse), 1);
+    assert_eq!(p.a.outstanding_sends(), 1);
+    assert_eq!(p.a.unacked_psn().value(), 0);
+    assert_eq!(p.a.expected_psn().value(), 0);
+    assert!(p.a_to_b().is_empty(), "no response, no resend");
+}

@@ -39,6 +39,8 @@ pub enum Layer {
     Ieth,
     /// The 16 reserved bytes of a Congestion Notification Packet.
     Cnp,
+    /// SACK Extended Transport Header (the bitmap of a SACK).
+    Sack,
     /// Payload and pad.
     Payload,
     /// Invariant CRC.
@@ -64,6 +66,7 @@ impl Layer {
             Layer::ImmDt => "immdt",
             Layer::Ieth => "ieth",
             Layer::Cnp => "cnp",
+            Layer::Sack => "sack",
             Layer::Payload => "payload",
             Layer::Icrc => "icrc",
             Layer::Epic => "epic",
@@ -166,6 +169,29 @@ pub enum ErrorKind {
         /// The checksum in the header.
         carried: u16,
     },
+    /// The SACKETH has a version this implementation does not speak.
+    /// [WIRE-053]
+    SackVersion {
+        /// The version found.
+        version: u8,
+    },
+    /// The SACKETH word count is 0 or above 32. [WIRE-053]
+    SackWordCount {
+        /// The word count found.
+        words: u8,
+    },
+    /// The bytes between the AETH and the pad are not exactly the SACKETH
+    /// its word count announces (4 + 4·n). [WIRE-053]
+    SackLength {
+        /// The word count.
+        words: u8,
+        /// Bytes between the AETH and the pad.
+        available: usize,
+    },
+    /// Bit 0 of the SACK bitmap is set: the PSN after the cumulative point
+    /// is reported received, so the BTH PSN is not the cumulative point.
+    /// [WIRE-054]
+    SackNotCumulative,
     /// The EPIC Collective Header has a version this implementation does not
     /// speak. [WIRE-102]
     EpicVersion {
@@ -242,6 +268,20 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Ipv4Checksum { carried } => {
                 write!(f, "IPv4 header checksum 0x{carried:04x} is wrong")
             }
+            ErrorKind::SackVersion { version } => {
+                write!(f, "SACK version {version} is not supported")
+            }
+            ErrorKind::SackWordCount { words } => {
+                write!(f, "SACK word count {words} is not in 1..=32")
+            }
+            ErrorKind::SackLength { words, available } => write!(
+                f,
+                "SACK of {words} words needs {} bytes, {available} present",
+                4 + 4 * usize::from(words)
+            ),
+            ErrorKind::SackNotCumulative => f.write_str(
+                "SACK bit 0 set: the PSN after the cumulative point is reported received",
+            ),
             ErrorKind::EpicVersion { version } => {
                 write!(f, "EPIC header version {version} is not supported")
             }

@@ -16,8 +16,8 @@ use super::icrc::PayloadCrc;
 use super::{
     icrc, BthPacket, BthRepr, EmitError, EpicHeaderPacket, EpicHeaderRepr, Error, ErrorKind,
     EtherType, EthernetFrame, EthernetRepr, ExtHeaders, HeaderLayout, IpProtocol, Ipv4Packet,
-    Ipv4Repr, Layer, Opcode, UdpPacket, UdpRepr, BTH_LEN, EPIC_IMM_TAG, ICRC_LEN, IPV4_HEADER_LEN,
-    ROCEV2_PORT, UDP_HEADER_LEN,
+    Ipv4Repr, Layer, Opcode, SackPacket, SackRepr, UdpPacket, UdpRepr, BTH_LEN, EPIC_IMM_TAG,
+    ICRC_LEN, IPV4_HEADER_LEN, ROCEV2_PORT, UDP_HEADER_LEN,
 };
 use crate::psn::Psn;
 
@@ -226,6 +226,9 @@ fn walk<'a>(
         Verify::TransportGiven(computed) => verify_given(buf, layout, computed)?,
         _ => verify_checksums(buf, layout)?,
     }
+    if bth.opcode == Opcode::RcSack {
+        sack_check(bth.psn, payload, payload_at)?;
+    }
     let epic = match verify {
         Verify::TransportOnly | Verify::TransportGiven(_) => None,
         _ if !is_epic_control(&bth, &ext) => None,
@@ -330,6 +333,15 @@ fn epic_control<'a>(
         .and_then(|()| psn.map_or(Ok(()), |psn| epic.check_control_psn(psn)))
         .map_err(|v| Error::new(Layer::Epic, ErrorKind::EpicInvalid(v)).add_offset(payload_at))?;
     Ok(epic)
+}
+
+/// The SACK checks (SPEC Table 9-1, checks 26–29): the bytes after the
+/// AETH are exactly a well-formed SACKETH. [WIRE-053] [WIRE-054]
+#[inline(never)]
+fn sack_check(psn: Psn, payload: &[u8], payload_at: usize) -> Result<(), Error> {
+    SackRepr::parse(&SackPacket::new_unchecked(payload), psn)
+        .map(|_| ())
+        .map_err(|e| e.add_offset(payload_at))
 }
 
 /// Checks the IPv4 header checksum of a located frame. [WIRE-025]
@@ -496,6 +508,15 @@ impl<'a> RoceFrame<'a> {
     /// The whole buffer that was parsed, Ethernet padding included.
     pub fn buffer(&self) -> &'a [u8] {
         self.buf
+    }
+
+    /// The selective acknowledgement of an RC SACK frame (its BTH PSN and
+    /// SACKETH); `None` for every other opcode. [WIRE-052]
+    pub fn sack(&self) -> Option<SackRepr> {
+        if self.bth.opcode != Opcode::RcSack {
+            return None;
+        }
+        SackRepr::parse(&SackPacket::new_unchecked(self.payload), self.bth.psn).ok()
     }
 
     /// The owned headers, for re-emitting the frame.

@@ -42,6 +42,7 @@ mod ipv4;
 mod opcode;
 mod reth;
 mod rewrite;
+mod sack;
 mod udp;
 
 pub use ack_frame::{AckFrame, AckFrameRepr, ACK_FRAME_LEN};
@@ -70,6 +71,10 @@ pub use ipv4::{internet_checksum, Dscp, Ecn, IpProtocol, Ipv4Packet, Ipv4Repr, I
 pub use opcode::{HeaderLayout, Opcode, Transport};
 pub use reth::{RethPacket, RethRepr, RETH_LEN};
 pub use rewrite::{refresh_checksums, rewrite_headers, HeaderRewrite};
+pub(crate) use sack::Bitmap as SackBitmap;
+pub use sack::{
+    SackPacket, SackRanges, SackRepr, SACK_HEADER_LEN, SACK_MAX_PSNS, SACK_MAX_WORDS, SACK_VERSION,
+};
 pub use udp::{UdpPacket, UdpRepr, ROCEV2_PORT, UDP_HEADER_LEN};
 
 /// Lengths of the extension headers, for [`HeaderLayout::len`].

@@ -53,6 +53,10 @@ enum_with_unknown! {
         RcSendLastWithInvalidate = 0x16,
         /// RC SEND Only with Invalidate.
         RcSendOnlyWithInvalidate = 0x17,
+        /// RC SACK: an EPIC selective acknowledgement (AETH, SACKETH), sent
+        /// only on connections granted Selective Retransmission; not an
+        /// IBTA opcode. [WIRE-052]
+        RcSack = 0x1e,
         /// UC SEND First.
         UcSendFirst = 0x20,
         /// UC SEND Middle.
@@ -235,6 +239,12 @@ impl Opcode {
                 }
             }
             RcAcknowledge => HeaderLayout { aeth: true, ..none },
+            // The SACKETH (variable length) is carried where a payload
+            // would be, and checked by the frame parser. [WIRE-052]
+            RcSack => HeaderLayout {
+                aeth: true,
+                ..payload
+            },
             RcAtomicAcknowledge => HeaderLayout {
                 aeth: true,
                 atomic_ack_eth: true,
@@ -290,6 +300,7 @@ impl Opcode {
             RcFetchAdd => "RC_FETCH_ADD",
             RcSendLastWithInvalidate => "RC_SEND_LAST_WITH_INVALIDATE",
             RcSendOnlyWithInvalidate => "RC_SEND_ONLY_WITH_INVALIDATE",
+            RcSack => "RC_SACK",
             UcSendFirst => "UC_SEND_FIRST",
             UcSendMiddle => "UC_SEND_MIDDLE",
             UcSendLast => "UC_SEND_LAST",
@@ -310,7 +321,7 @@ impl Opcode {
     }
 
     /// Every named opcode, for tests and generators.
-    pub const ALL: [Opcode; 38] = {
+    pub const ALL: [Opcode; 39] = {
         use Opcode::*;
         [
             RcSendFirst,
@@ -336,6 +347,7 @@ impl Opcode {
             RcFetchAdd,
             RcSendLastWithInvalidate,
             RcSendOnlyWithInvalidate,
+            RcSack,
             UcSendFirst,
             UcSendMiddle,
             UcSendLast,
@@ -387,5 +399,17 @@ mod tests {
         assert_eq!(Opcode::Cnp.transport(), Transport::Cnp);
         assert_eq!(Opcode::UcSendOnly.transport(), Transport::Uc);
         assert_eq!(Opcode::UdSendOnly.transport(), Transport::Ud);
+    }
+
+    // [WIRE-052] The SACK is an RC opcode carrying an AETH and the SACKETH
+    // (in the payload position).
+    #[test]
+    fn sack_opcode() {
+        assert_eq!(Opcode::from(0x1e), Opcode::RcSack);
+        assert_eq!(Opcode::RcSack.transport(), Transport::Rc);
+        let l = Opcode::RcSack.layout().unwrap();
+        assert!(l.aeth && l.payload);
+        assert_eq!(l.len(), 4);
+        assert_eq!(Opcode::RcSack.name(), "RC_SACK");
     }
 }

@@ -290,6 +290,21 @@ pub(crate) fn expected_after_shrink(
         ));
     }
     let n = after - pad;
+    if repr.bth.opcode == Opcode::RcSack {
+        // [WIRE-053] The SACKETH no longer fills the bytes after the AETH.
+        let full = usize::from(repr.udp.payload_len) - BTH_LEN - at - pad - ICRC_LEN;
+        if n < SACK_HEADER_LEN {
+            return Err(truncated(Layer::Sack, ext_at + at, SACK_HEADER_LEN, n));
+        }
+        if n != full {
+            let words = u8::try_from((full - SACK_HEADER_LEN) / 4).unwrap();
+            let kind = ErrorKind::SackLength {
+                words,
+                available: n,
+            };
+            return Err(err(Layer::Sack, ext_at + at, kind));
+        }
+    }
     if is_epic_control(&repr.bth, &repr.ext) && n < EPIC_HEADER_LEN {
         let required = if n < 2 { 2 } else { EPIC_HEADER_LEN };
         return Err(truncated(Layer::Epic, ext_at + at, required, n));

@@ -47,7 +47,11 @@ proptest! {
     // [WIRE-043] A pad count larger than the bytes after the headers.
     #[test]
     fn pad_overrun_is_typed(
-        ((mut repr, payload), extra) in roce_frame_with(opcode_any(), 0..=2).prop_flat_map(|(r, p)| {
+        // A SACK's payload position holds its SACKETH, 8 bytes or more.
+        ((mut repr, payload), extra) in roce_frame_with(
+            opcode_any().prop_filter("SACKETH longer than 2", |o| *o != Opcode::RcSack),
+            0..=2,
+        ).prop_flat_map(|(r, p)| {
             let room = 3 - u8::try_from(p.len()).unwrap();
             (Just((r, p)), 1..=room)
         }),
@@ -63,6 +67,79 @@ proptest! {
         let want = err(Layer::Payload, payload_at(&repr), ErrorKind::PadOverrun { pad_count: pad, available: n });
         prop_assert_eq!(RoceFrame::parse(&buf).err(), Some(want));
         prop_assert_eq!(LaxFrame::parse(&buf).stop, Some(want));
+    }
+
+    // [WIRE-052] [WIRE-053] [WIRE-054] Each malformed SACKETH is its own
+    // typed error at the SACKETH's offset, found after the checksums; the
+    // lax parse keeps the AETH and the bytes after it.
+    #[test]
+    fn sack_errors_are_typed(
+        sack in sack_any(),
+        fault in 0u8..5,
+        byte in any::<u8>(),
+    ) {
+        let frame = FrameBuilder::new(Opcode::RcSack).sack(&sack);
+        let repr = frame.repr();
+        let mut eth = frame.payload_bytes().to_vec();
+        let n = eth.len();
+        let words = eth[1];
+        let kind = match fault {
+            0 => {
+                let version = 2 + byte % 14;
+                eth[0] = version << 4 | (byte & 0x0f);
+                ErrorKind::SackVersion { version }
+            }
+            1 => {
+                eth[1] = if byte % 2 == 0 { 0 } else { 33 + byte % 200 };
+                ErrorKind::SackWordCount { words: eth[1] }
+            }
+            2 => {
+                eth.truncate(n - 1 - usize::from(byte % 3));
+                ErrorKind::SackLength { words, available: eth.len() }
+            }
+            3 => {
+                eth.extend_from_slice(&[byte; 4]);
+                ErrorKind::SackLength { words, available: eth.len() }
+            }
+            _ => {
+                eth[4] |= 0x80;
+                ErrorKind::SackNotCumulative
+            }
+        };
+        let buf = frame.pad_count(0).payload(&eth).build();
+        let want = err(Layer::Sack, payload_at(&repr), kind);
+        prop_assert_eq!(RoceFrame::parse(&buf).err(), Some(want));
+        prop_assert_eq!(RoceFrame::parse_verified(&buf).err(), Some(want));
+        prop_assert_eq!(RoceFrame::parse_verified_transport(&buf).err(), Some(want));
+        let lax = LaxFrame::parse(&buf);
+        prop_assert_eq!(lax.stop, Some(want));
+        prop_assert_eq!(lax.ext.aeth, repr.ext.aeth);
+        prop_assert_eq!(lax.payload, Some(&eth[..]));
+        prop_assert_eq!(lax.icrc_ok, Some(true));
+        // A corrupted SACK is a checksum failure first. [WIRE-060]
+        let mut bad = buf.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        let icrc_first = matches!(
+            RoceFrame::parse_verified(&bad).err().map(|e| e.kind),
+            Some(ErrorKind::IcrcMismatch { .. })
+        );
+        prop_assert!(icrc_first);
+    }
+
+    // [WIRE-052] A well-formed SACK parses, and `sack()` returns it.
+    #[test]
+    fn sack_frame_parses(sack in sack_any(), msn in 0u32..1 << 24) {
+        let buf = FrameBuilder::new(Opcode::RcSack)
+            .aeth(AethRepr { syndrome: Syndrome::ACK, msn })
+            .sack(&sack)
+            .build();
+        let f = RoceFrame::parse_verified(&buf).unwrap();
+        prop_assert_eq!(f.bth.opcode, Opcode::RcSack);
+        prop_assert_eq!(f.bth.psn, sack.cumulative());
+        prop_assert_eq!(f.ext.aeth.map(|a| a.msn), Some(msn));
+        prop_assert_eq!(f.sack(), Some(sack));
+        prop_assert_eq!(f.bth.pad_count, 0);
     }
 
     // [WIRE-102] An EPIC header version other than 1 is rejected.
