@@ -12,7 +12,7 @@ use super::id::ContextId;
 use super::id::EdgeId;
 use super::invocation::{Invocation, PipeId};
 use super::io::Io;
-use super::mode::ModeState;
+use super::mode::{with_mode, ModeMachine, ModeState};
 use super::mode1::Terminated;
 use super::mode2::Translated;
 use super::mode3::Augmented;
@@ -180,18 +180,18 @@ impl Context {
     /// ranks' QPs were created with. [CTL-040]
     pub fn set_start_psn(&mut self, start: Psn) {
         self.shared.invs.set_start_psn(start);
-        self.mode.machine_mut().set_start_psn(start);
+        with_mode!(mut self.mode, m => m.set_start_psn(start));
     }
 
     /// A pipe of the context's mode: Mode II has an Up pipe, Mode III
     /// both, Mode I none.
     pub fn pipe(&self, id: PipeId) -> Option<&Pipe> {
-        self.mode.machine().pipe(id)
+        with_mode!(ref self.mode, m => ModeMachine::pipe(m, id))
     }
 
     /// The arena bytes this context takes. [ENG-013]
     pub fn footprint(&self) -> ContextFootprint {
-        self.mode.machine().footprint(&self.shared)
+        with_mode!(ref self.mode, m => m.footprint(&self.shared))
     }
 
     /// The endpoints' state.
@@ -222,31 +222,8 @@ impl Context {
     /// message's PSN check and the shared block's grant, then the mode.
     /// [WIRE-121] [CTL-054] [TMX-012]
     pub(crate) fn receive(&mut self, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>) {
-        let m = self.mode.machine_mut();
-        if let Some(h) = f.epic {
-            if h.check_control_psn(m.request_psn(&self.shared, ep, f.bth.psn))
-                .is_err()
-            {
-                io.drop(EngineDropReason::BadControl);
-                return;
-            }
-        }
-        // A shared block serves data only to the tenant holding it.
-        // [TMX-012]
-        if f.epic.is_none()
-            && matches!(
-                f.bth.opcode,
-                Opcode::RcSendFirst
-                    | Opcode::RcSendMiddle
-                    | Opcode::RcSendLast
-                    | Opcode::RcSendOnly
-            )
-            && !self.shared.holds_block(io)
-        {
-            io.drop(EngineDropReason::NotGranted);
-            return;
-        }
-        m.receive(&mut self.shared, io, ep, f);
+        let shared = &mut self.shared;
+        with_mode!(mut self.mode, m => receive_in(m, shared, io, ep, f));
     }
 
     /// An ACK from the engine's fast path; `false` when the mode takes
@@ -258,14 +235,13 @@ impl Context {
         psn: Psn,
         aeth: AethRepr,
     ) -> bool {
-        self.mode
-            .machine_mut()
-            .fast_ack(&mut self.shared, io, ep, psn, aeth)
+        let shared = &mut self.shared;
+        with_mode!(mut self.mode, m => m.fast_ack(shared, io, ep, psn, aeth))
     }
 
     /// Whether endpoint `ep` has something to send now.
     pub(crate) fn has_work(&self, ep: EdgeId) -> bool {
-        self.mode.machine().has_work(&self.shared, ep)
+        with_mode!(ref self.mode, m => m.has_work(&self.shared, ep))
     }
 
     /// Sends one frame of endpoint `ep` into `buf`.
@@ -275,18 +251,49 @@ impl Context {
         ep: EdgeId,
         buf: &mut [u8],
     ) -> Option<usize> {
-        self.mode
-            .machine_mut()
-            .transmit(&mut self.shared, io, ep, buf)
+        let shared = &mut self.shared;
+        with_mode!(mut self.mode, m => m.transmit(shared, io, ep, buf))
     }
 
     /// The earliest timer of the context.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.mode.machine().next_deadline()
+        with_mode!(ref self.mode, m => m.next_deadline())
     }
 
     /// Fires the timers that are due.
     pub(crate) fn handle_timeout(&mut self, io: &mut Io<'_>) {
-        self.mode.machine_mut().timeout(&mut self.shared, io);
+        let shared = &mut self.shared;
+        with_mode!(mut self.mode, m => m.timeout(shared, io));
     }
+}
+
+/// [`Context::receive`] in one mode: the control message's PSN check and
+/// the shared block's grant, then the mode. [WIRE-121] [CTL-054] [TMX-012]
+fn receive_in(
+    m: &mut impl ModeMachine,
+    s: &mut Shared,
+    io: &mut Io<'_>,
+    ep: EdgeId,
+    f: &RoceFrame<'_>,
+) {
+    if let Some(h) = f.epic {
+        if h.check_control_psn(m.request_psn(s, ep, f.bth.psn))
+            .is_err()
+        {
+            io.drop(EngineDropReason::BadControl);
+            return;
+        }
+    }
+    // A shared block serves data only to the tenant holding it. [TMX-012]
+    if f.epic.is_none()
+        && matches!(
+            f.bth.opcode,
+            Opcode::RcSendFirst | Opcode::RcSendMiddle | Opcode::RcSendLast | Opcode::RcSendOnly
+        )
+        && !s.holds_block(io)
+    {
+        io.drop(EngineDropReason::NotGranted);
+        return;
+    }
+    m.receive(s, io, ep, f);
 }

@@ -6,8 +6,8 @@
 //! and message buffers ([`Terminated`]), Mode II's Up pipe
 //! ([`Translated`]) or Mode III's two pipes and per-hop transport state
 //! ([`Augmented`]). The context picks the variant once per call and hands
-//! it the shared half through [`ModeMachine`]; no mode reads another's
-//! state.
+//! it the shared half through [`ModeMachine`] (`with_mode!`); no mode
+//! reads another's state.
 //!
 //! Modes II and III keep the ranks' connections end to end and only
 //! translate them, so a frame is one of three kinds (control message,
@@ -57,25 +57,35 @@ impl ModeState {
             Mode::Augmented => ModeState::Augmented(Augmented::new(cfg, shared)),
         })
     }
-
-    /// The mode, as an interface.
-    pub(crate) fn machine(&self) -> &dyn ModeMachine {
-        match self {
-            ModeState::Terminated(t) => &**t,
-            ModeState::Translated(m) => m,
-            ModeState::Augmented(m) => m,
-        }
-    }
-
-    /// The mode, as an interface.
-    pub(crate) fn machine_mut(&mut self) -> &mut dyn ModeMachine {
-        match self {
-            ModeState::Terminated(t) => &mut **t,
-            ModeState::Translated(m) => m,
-            ModeState::Augmented(m) => m,
-        }
-    }
 }
+
+/// Runs `$body` with `$m` bound to the mode's state, whichever variant it
+/// is (`ref` or `mut`): one `match`, each arm calling [`ModeMachine`] on a
+/// concrete type, so the per-frame calls can inline (a `&dyn ModeMachine`
+/// could not).
+macro_rules! with_mode {
+    (ref $mode:expr, $m:ident => $body:expr) => {
+        match &$mode {
+            $crate::engine::mode::ModeState::Terminated(b) => {
+                let $m: &$crate::engine::mode1::Terminated = b;
+                $body
+            }
+            $crate::engine::mode::ModeState::Translated($m) => $body,
+            $crate::engine::mode::ModeState::Augmented($m) => $body,
+        }
+    };
+    (mut $mode:expr, $m:ident => $body:expr) => {
+        match &mut $mode {
+            $crate::engine::mode::ModeState::Terminated(b) => {
+                let $m: &mut $crate::engine::mode1::Terminated = b;
+                $body
+            }
+            $crate::engine::mode::ModeState::Translated($m) => $body,
+            $crate::engine::mode::ModeState::Augmented($m) => $body,
+        }
+    };
+}
+pub(crate) use with_mode;
 
 /// What a context asks of its mode. Every call gets the shared half of
 /// the context; `ep` is an index into its edges.
