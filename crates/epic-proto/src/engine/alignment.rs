@@ -14,12 +14,20 @@
 //! before any module sees them, outgoing ones back to wire PSNs after.
 //! Nothing inside the modes changes.
 
-use super::context::Flow;
 use super::endpoint::Response;
 use super::id::EdgeId;
 use super::shared::Shared;
 use crate::psn::Psn;
 use crate::wire::Syndrome;
+
+/// A direction on an edge, seen from the switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Flow {
+    /// Requests the peer sends us (and our acknowledgements of them).
+    In = 0,
+    /// Requests we send the peer (and its acknowledgements of them).
+    Out = 1,
+}
 
 impl Shared {
     /// Whether direction `flow` of edge `ep` carries only control messages.

@@ -3,130 +3,21 @@
 //! (configuration, edges, invocations) and the [`ModeState`] that only its
 //! mode reads. [ENG-010] [ENG-013]
 
-use core::mem::size_of;
-
-use super::config::{ContextConfig, EngineConfig, Mode, INVOCATION_SLOTS};
+use super::config::{ContextConfig, EngineConfig};
 use super::counters::EngineDropReason;
 use super::endpoint::EndpointState;
+use super::footprint::ContextFootprint;
 use super::id::ContextId;
 use super::id::EdgeId;
 use super::invocation::{Invocation, PipeId};
 use super::io::Io;
-use super::mode::{with_mode, ModeMachine, ModeState};
-use super::mode1::Terminated;
-use super::mode2::Translated;
-use super::mode3::Augmented;
-use super::modules::lookup_table::Entry;
+use super::machine::ModeMachine;
+use super::mode::{with_mode, ModeState};
 use super::pipe::Pipe;
 use super::shared::Shared;
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{AethRepr, GroupId, Opcode, RoceFrame};
-
-/// A direction on an edge, seen from the switch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Flow {
-    /// Requests the peer sends us (and our acknowledgements of them).
-    In = 0,
-    /// Requests we send the peer (and its acknowledgements of them).
-    Out = 1,
-}
-
-/// The arena bytes of one context, by kind. [ENG-013]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct ContextFootprint {
-    /// Payload (accumulator) arrays of the pipes: N × 2U for the Up pipe
-    /// (2-byte floats accumulate in FP32), N × U for Mode III's Down pipe.
-    /// Mode I: the message buffers of Appendix F.3, (D + 1) × W × M × U
-    /// for a switch of degree D (tree edges): W receive buffers on each
-    /// edge and W result buffers. [M1-011]
-    pub payload: usize,
-    /// Mode I only: each edge's extra receive buffer (the control
-    /// message's) and header copies, and the FP32 accumulator of one
-    /// message. [M1-011]
-    pub staging: usize,
-    /// Per-child buffers for reproducible invocations.
-    pub reproducible: usize,
-    /// Degree arrays (one byte per slot per pipe).
-    pub degree: usize,
-    /// Slot records (tag, length, opcode, flags).
-    pub slot_meta: usize,
-    /// Per-endpoint arrival bits, one per slot per pipe.
-    pub arrived: usize,
-    /// Endpoint records.
-    pub endpoints: usize,
-    /// Invocation table.
-    pub invocations: usize,
-    /// Lookup-table entries.
-    pub lookup: usize,
-}
-
-impl ContextFootprint {
-    /// Every byte.
-    pub fn total(&self) -> usize {
-        self.payload
-            + self.staging
-            + self.reproducible
-            + self.degree
-            + self.slot_meta
-            + self.arrived
-            + self.endpoints
-            + self.invocations
-            + self.lookup
-    }
-
-    /// The footprint a context of `cfg` will have, computed without
-    /// allocating it.
-    pub fn of(cfg: &ContextConfig) -> ContextFootprint {
-        if cfg.mode == Mode::Terminated {
-            // Message buffers replace the pipes. [M1-011]
-            let eps = cfg.endpoints.len();
-            return ContextFootprint {
-                payload: Terminated::message_bytes(cfg),
-                staging: Terminated::staging_bytes(cfg),
-                reproducible: 0,
-                degree: 0,
-                slot_meta: 0,
-                arrived: 0,
-                endpoints: eps * (size_of::<EndpointState>() + Terminated::edge_bytes(cfg)),
-                invocations: INVOCATION_SLOTS * Terminated::invocation_bytes(),
-                lookup: eps * size_of::<(u32, Entry)>(),
-            };
-        }
-        let n = cfg.slots as usize;
-        let u = usize::from(cfg.max_payload);
-        let eps = cfg.endpoints.len();
-        let (down, edge) = match cfg.mode {
-            Mode::Augmented => (n, Augmented::EDGE_BYTES),
-            _ => (0, Translated::EDGE_BYTES),
-        };
-        ContextFootprint {
-            payload: n * 2 * u + down * u,
-            staging: 0,
-            reproducible: n * raw_children(cfg) * u,
-            degree: n + down,
-            slot_meta: (n + down) * super::pipe::SLOT_META_BYTES,
-            arrived: eps * (n.div_ceil(64) + down.div_ceil(64)) * 8,
-            endpoints: eps * (size_of::<EndpointState>() + edge),
-            invocations: INVOCATION_SLOTS * size_of::<Invocation>(),
-            lookup: eps * size_of::<(u32, Entry)>(),
-        }
-    }
-}
-
-/// The children whose raw contributions a reproducible context keeps.
-pub(crate) fn raw_children(cfg: &ContextConfig) -> usize {
-    if !cfg.reproducible {
-        return 0;
-    }
-    let eps = cfg.endpoints.len();
-    if cfg.parent.is_some() {
-        eps - 1
-    } else {
-        eps
-    }
-}
 
 /// One group's local context. [ENG-010]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -13,9 +13,10 @@ use super::config::Pitfall;
 use super::config::{
     ContextConfig, EngineConfig, Mode, Peer, PortNo, PsnAlignment, MAX_CONTEXT_ENDPOINTS,
 };
-use super::context::{Context, ContextFootprint};
+use super::context::Context;
 use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
 use super::error::{InstallError, InvalidContext};
+use super::footprint::ContextFootprint;
 use super::id::ContextId;
 use super::id::{ContextSlot, EdgeId};
 use super::io::Io;

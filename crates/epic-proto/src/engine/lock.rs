@@ -43,7 +43,7 @@ impl Shared {
     /// denied when another tenant holds it. Only a control of an
     /// invocation whose echo has not passed here yet competes: a
     /// retransmission of an old one takes nothing. `echo` is the mode's
-    /// [`echo_passed`](super::mode::ModeMachine::echo_passed) for `h`'s
+    /// [`echo_passed`](super::machine::ModeMachine::echo_passed) for `h`'s
     /// invocation, before the control message. [TMX-010] [TMX-011]
     pub(crate) fn lock_control(
         &self,
@@ -83,7 +83,7 @@ impl Shared {
     /// gives the block back, once: a duplicate of either that comes later
     /// (a retransmission) frees nothing, the block may be the next
     /// call's already. `echo` is the mode's
-    /// [`echo_passed`](super::mode::ModeMachine::echo_passed) after it.
+    /// [`echo_passed`](super::machine::ModeMachine::echo_passed) after it.
     /// [TMX-011] [TMX-013]
     pub(crate) fn lock_settle(&self, io: &mut Io<'_>, step: &Locking, echo: Option<(bool, bool)>) {
         let h = &step.header;

@@ -49,6 +49,10 @@ mod endpoint;
 #[cfg(feature = "alloc")]
 mod error;
 #[cfg(feature = "alloc")]
+mod footprint;
+#[cfg(feature = "alloc")]
+mod hop;
+#[cfg(feature = "alloc")]
 mod id;
 #[cfg(feature = "alloc")]
 mod inc_engine;
@@ -58,6 +62,8 @@ pub mod invocation;
 mod io;
 #[cfg(feature = "alloc")]
 mod lock;
+#[cfg(feature = "alloc")]
+mod machine;
 #[cfg(feature = "alloc")]
 mod mode;
 #[cfg(feature = "alloc")]
@@ -92,13 +98,15 @@ pub use config::{
     PsnAlignment, INVOCATION_SLOTS, MAX_CONTEXT_ENDPOINTS, MODE1_MAX_WINDOW,
 };
 #[cfg(feature = "alloc")]
-pub use context::{Context, ContextFootprint};
+pub use context::Context;
 #[cfg(feature = "alloc")]
 pub use counters::{DropClass, EngineCounters, EngineDropReason, FrameDrops};
 #[cfg(feature = "alloc")]
 pub use endpoint::EndpointState;
 #[cfg(feature = "alloc")]
 pub use error::{InstallError, InvalidContext};
+#[cfg(feature = "alloc")]
+pub use footprint::ContextFootprint;
 #[cfg(feature = "alloc")]
 pub use id::{ContextId, ContextSlot, EdgeId};
 #[cfg(feature = "alloc")]

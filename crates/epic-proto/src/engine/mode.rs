@@ -8,30 +8,20 @@
 //! ([`Augmented`]). The context picks the variant once per call and hands
 //! it the shared half through [`ModeMachine`] (`with_mode!`); no mode
 //! reads another's state.
-//!
-//! Modes II and III keep the ranks' connections end to end and only
-//! translate them, so a frame is one of three kinds (control message,
-//! data, acknowledgement) whatever the mode: [`receive_translated`] makes
-//! that split for both, through [`Translating`]. Mode I terminates every
-//! connection and hands whole frames to the edge's RC endpoint instead.
 
 use alloc::boxed::Box;
+use core::mem::size_of;
 
-use super::config::{ContextConfig, EngineConfig, Mode};
-use super::context::{ContextFootprint, Flow};
-use super::counters::EngineDropReason;
-use super::id::EdgeId;
-use super::invocation::PipeId;
-use super::io::Io;
+use super::config::{ContextConfig, EngineConfig, Mode, INVOCATION_SLOTS};
+use super::endpoint::EndpointState;
+use super::footprint::{raw_children, ContextFootprint};
+use super::invocation::Invocation;
 use super::mode1::Terminated;
 use super::mode2::Translated;
 use super::mode3::Augmented;
-use super::pipe::Pipe;
+use super::modules::lookup_table::Entry;
 use super::shared::Shared;
-use crate::psn::Psn;
 use crate::roce::ConfigError;
-use crate::time::Instant;
-use crate::wire::{AethRepr, EpicHeaderRepr, Opcode, RoceFrame, EPIC_IMM_TAG};
 
 /// A context's mode and the state only that mode keeps.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -87,140 +77,42 @@ macro_rules! with_mode {
 }
 pub(crate) use with_mode;
 
-/// What a context asks of its mode. Every call gets the shared half of
-/// the context; `ep` is an index into its edges.
-pub(crate) trait ModeMachine {
-    /// A frame from edge `ep`, verified and routed to this context.
-    fn receive(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>);
-
-    /// An ACK or NAK from the engine's fast path (PSN as on the wire), or
-    /// `false` when the mode takes acknowledgements only as whole frames
-    /// (Mode I: the edge's RC endpoint checks them itself). [ENG-061]
-    fn fast_ack(
-        &mut self,
-        s: &mut Shared,
-        io: &mut Io<'_>,
-        ep: EdgeId,
-        psn: Psn,
-        aeth: AethRepr,
-    ) -> bool;
-
-    /// The PSN a request from edge `ep` speaks of in the context's terms:
-    /// what a control message's header is checked against. [CTL-054]
-    fn request_psn(&self, s: &Shared, ep: EdgeId, psn: Psn) -> Psn;
-
-    /// Whether edge `ep` has something to send now.
-    fn has_work(&self, s: &Shared, ep: EdgeId) -> bool;
-
-    /// Writes edge `ep`'s next frame into `buf`.
-    fn transmit(
-        &mut self,
-        s: &mut Shared,
-        io: &mut Io<'_>,
-        ep: EdgeId,
-        buf: &mut [u8],
-    ) -> Option<usize>;
-
-    /// The earliest timer of the mode's state.
-    fn next_deadline(&self) -> Option<Instant>;
-
-    /// Fires the timers that are due.
-    fn timeout(&mut self, s: &mut Shared, io: &mut Io<'_>);
-
-    /// Moves every cursor to the group's start PSN. [CTL-040]
-    fn set_start_psn(&mut self, start: Psn);
-
-    /// The arena bytes of the context in this mode. [ENG-013]
-    fn footprint(&self, s: &Shared) -> ContextFootprint;
-
-    /// Whether the echo of invocation `seq` went down from this switch,
-    /// and whether its header is marked denied. [TMX-011]
-    fn echo_passed(&self, s: &Shared, seq: u32) -> Option<(bool, bool)>;
-
-    /// A pipe of the mode, if it has that pipe (diagnostics).
-    fn pipe(&self, id: PipeId) -> Option<&Pipe>;
-}
-
-/// The three kinds of frame of a translated connection (Modes II and III),
-/// with PSNs in the context's (group) terms. [CTL-052]
-pub(crate) trait Translating: ModeMachine {
-    /// A control message. [CTL-010]
-    fn control(
-        &mut self,
-        s: &mut Shared,
-        io: &mut Io<'_>,
-        ep: EdgeId,
-        f: &RoceFrame<'_>,
-        h: &EpicHeaderRepr,
-    );
-
-    /// A data packet.
-    fn data(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>);
-
-    /// An ACK or NAK.
-    fn ack(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, psn: Psn, aeth: AethRepr);
-}
-
-/// Splits a frame of a translated connection by kind, with its PSN in
-/// group terms, and brackets a control message with the lock of a shared
-/// block. [ENG-001] [CTL-052] [TMX-010]
-pub(crate) fn receive_translated(
-    m: &mut impl Translating,
-    s: &mut Shared,
-    io: &mut Io<'_>,
-    ep: EdgeId,
-    f: &RoceFrame<'_>,
-) {
-    match f.bth.opcode {
-        Opcode::RcAcknowledge => match f.ext.aeth {
-            Some(aeth) => {
-                io.counters.rx_acks += 1;
-                ack_translated(m, s, io, ep, f.bth.psn, aeth);
-            }
-            None => io.drop(EngineDropReason::Malformed),
-        },
-        Opcode::RcSendOnlyWithImmediate if f.ext.immdt.map(|i| i.0) == Some(EPIC_IMM_TAG) => {
-            let Some(h) = f.epic else {
-                io.drop(EngineDropReason::BadControl);
-                return;
+impl ContextFootprint {
+    /// The footprint a context of `cfg` will have, computed without
+    /// allocating it.
+    pub fn of(cfg: &ContextConfig) -> ContextFootprint {
+        if cfg.mode == Mode::Terminated {
+            // Message buffers replace the pipes. [M1-011]
+            let eps = cfg.endpoints.len();
+            return ContextFootprint {
+                payload: Terminated::message_bytes(cfg),
+                staging: Terminated::staging_bytes(cfg),
+                reproducible: 0,
+                degree: 0,
+                slot_meta: 0,
+                arrived: 0,
+                endpoints: eps * (size_of::<EndpointState>() + Terminated::edge_bytes(cfg)),
+                invocations: INVOCATION_SLOTS * Terminated::invocation_bytes(),
+                lookup: eps * size_of::<(u32, Entry)>(),
             };
-            io.counters.rx_control += 1;
-            let g = in_group_terms(s, ep, f);
-            let f = g.as_ref().unwrap_or(f);
-            let step = s.lock_control(io, &h, m.echo_passed(s, h.invocation));
-            m.control(s, io, ep, f, &step.header);
-            s.lock_settle(io, &step, m.echo_passed(s, step.header.invocation));
         }
-        Opcode::RcSendFirst | Opcode::RcSendMiddle | Opcode::RcSendLast | Opcode::RcSendOnly => {
-            io.counters.rx_data += 1;
-            let g = in_group_terms(s, ep, f);
-            m.data(s, io, ep, g.as_ref().unwrap_or(f));
+        let n = cfg.slots as usize;
+        let u = usize::from(cfg.max_payload);
+        let eps = cfg.endpoints.len();
+        let (down, edge) = match cfg.mode {
+            Mode::Augmented => (n, Augmented::EDGE_BYTES),
+            _ => (0, Translated::EDGE_BYTES),
+        };
+        ContextFootprint {
+            payload: n * 2 * u + down * u,
+            staging: 0,
+            reproducible: n * raw_children(cfg) * u,
+            degree: n + down,
+            slot_meta: (n + down) * super::pipe::SLOT_META_BYTES,
+            arrived: eps * (n.div_ceil(64) + down.div_ceil(64)) * 8,
+            endpoints: eps * (size_of::<EndpointState>() + edge),
+            invocations: INVOCATION_SLOTS * size_of::<Invocation>(),
+            lookup: eps * size_of::<(u32, Entry)>(),
         }
-        _ => io.drop(EngineDropReason::UnsupportedOpcode),
     }
-}
-
-/// An acknowledgement of a translated connection, its PSN taken to group
-/// terms. [CTL-052]
-pub(crate) fn ack_translated(
-    m: &mut impl Translating,
-    s: &mut Shared,
-    io: &mut Io<'_>,
-    ep: EdgeId,
-    psn: Psn,
-    aeth: AethRepr,
-) {
-    let psn = s.group_psn(ep, Flow::Out, psn);
-    m.ack(s, io, ep, psn, aeth);
-}
-
-/// A request from a control-only direction, its PSN in group terms; `None`
-/// where the wire PSN is the group PSN. [CTL-052]
-fn in_group_terms<'a>(s: &Shared, ep: EdgeId, f: &RoceFrame<'a>) -> Option<RoceFrame<'a>> {
-    if !s.control_only(ep, Flow::In) {
-        return None;
-    }
-    let mut g = f.clone();
-    g.bth.psn = s.group_psn(ep, Flow::In, f.bth.psn);
-    Some(g)
 }

@@ -7,16 +7,17 @@ use alloc::vec::Vec;
 use core::mem::size_of;
 
 use super::aggregate::Reduction;
+use super::alignment::Flow;
 #[cfg(feature = "mutants")]
 use super::config::Pitfall;
 use super::config::{ContextConfig, Peer, INVOCATION_SLOTS};
-use super::context::{raw_children, ContextFootprint, Flow};
 use super::counters::EngineDropReason;
 use super::endpoint::{EndpointState, Response};
+use super::footprint::{raw_children, ContextFootprint};
 use super::id::EdgeId;
 use super::invocation::{EpSet, Invocation, Pattern, PipeId};
 use super::io::{queue_frame, queue_shared, Io, SharedPayload};
-use super::mode::{ack_translated, receive_translated, ModeMachine, Translating};
+use super::machine::{ack_translated, receive_translated, ModeMachine, Translating};
 use super::modules::aggregate_data::aggregate_data;
 use super::modules::check_duplicate::check_duplicate;
 use super::modules::lookup_table::Entry;

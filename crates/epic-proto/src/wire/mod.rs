@@ -35,6 +35,7 @@ mod error;
 mod eth;
 mod ext;
 mod frame;
+mod frame_repr;
 pub mod icrc;
 mod ieth;
 mod immdt;
@@ -63,7 +64,8 @@ pub use eth::{
     VlanTag, ETHERNET_HEADER_LEN, ETHERNET_VLAN_HEADER_LEN,
 };
 pub use ext::ExtHeaders;
-pub use frame::{is_epic_control, FrameLayout, LaxFrame, RoceFrame, RoceFrameRepr};
+pub use frame::{is_epic_control, FrameLayout, LaxFrame, RoceFrame};
+pub use frame_repr::RoceFrameRepr;
 pub use icrc::{PayloadCrc, ICRC_LEN};
 pub use ieth::{IethPacket, IethRepr, IETH_LEN};
 pub use immdt::{ImmDtPacket, ImmDtRepr, IMMDT_LEN};

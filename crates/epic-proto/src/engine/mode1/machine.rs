@@ -3,12 +3,12 @@
 //! acts on what completed. [M1-001] [M1-040]
 
 use super::terminated::Terminated;
-use crate::engine::context::ContextFootprint;
 use crate::engine::counters::EngineDropReason;
+use crate::engine::footprint::ContextFootprint;
 use crate::engine::id::EdgeId;
 use crate::engine::invocation::PipeId;
 use crate::engine::io::Io;
-use crate::engine::mode::ModeMachine;
+use crate::engine::machine::ModeMachine;
 use crate::engine::pipe::Pipe;
 use crate::engine::shared::Shared;
 use crate::psn::Psn;

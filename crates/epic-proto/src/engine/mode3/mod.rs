@@ -3,9 +3,7 @@
 //! [psnStart, psnStart + N), psnStart = min(lastAcked) + 1 over the pipe's
 //! outputs. [M3-001]
 
-mod hop;
 mod pipes;
 mod state;
 
-pub(crate) use hop::Hop;
 pub(crate) use state::Augmented;

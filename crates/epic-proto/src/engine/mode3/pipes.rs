@@ -3,8 +3,8 @@
 //! of the pipes. [M3-001]
 
 use super::state::Augmented;
+use crate::engine::alignment::Flow;
 use crate::engine::config::{Peer, Pitfall, INVOCATION_SLOTS};
-use crate::engine::context::Flow;
 use crate::engine::counters::EngineDropReason;
 use crate::engine::endpoint::Response;
 use crate::engine::id::EdgeId;

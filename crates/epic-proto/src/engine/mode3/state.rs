@@ -4,15 +4,16 @@
 use alloc::vec::Vec;
 use core::mem::size_of;
 
-use super::hop::Hop;
+use crate::engine::alignment::Flow;
 use crate::engine::config::{ContextConfig, INVOCATION_SLOTS};
-use crate::engine::context::{raw_children, ContextFootprint, Flow};
 use crate::engine::counters::EngineDropReason;
 use crate::engine::endpoint::EndpointState;
+use crate::engine::footprint::{raw_children, ContextFootprint};
+use crate::engine::hop::Hop;
 use crate::engine::id::EdgeId;
 use crate::engine::invocation::{Invocation, PipeId};
 use crate::engine::io::{emit_cnp, Io};
-use crate::engine::mode::{ack_translated, receive_translated, ModeMachine, Translating};
+use crate::engine::machine::{ack_translated, receive_translated, ModeMachine, Translating};
 use crate::engine::modules::lookup_table::Entry;
 use crate::engine::pipe::Pipe;
 use crate::engine::shared::Shared;

@@ -1,7 +1,7 @@
 //! ReceiveAck (Mode III): an outgoing endpoint learns what its peer has.
 //! [M3-030]
 
-use crate::engine::mode3::Hop;
+use crate::engine::hop::Hop;
 use crate::psn::Psn;
 use crate::time::{Duration, Instant};
 

@@ -22,8 +22,8 @@ pub(crate) fn recycle_buffer<'a>(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::engine::hop::Hop;
     use crate::engine::invocation::PipeId;
-    use crate::engine::mode3::Hop;
     use crate::engine::modules::check_duplicate::check_duplicate;
     use crate::psn::Psn;
 

@@ -1,7 +1,7 @@
 //! Retransmission (Mode III): go back to the first unacknowledged PSN on a
 //! NAK or when the timer fires. [M3-040]
 
-use crate::engine::mode3::Hop;
+use crate::engine::hop::Hop;
 use crate::psn::Psn;
 use crate::time::{Duration, Instant};
 

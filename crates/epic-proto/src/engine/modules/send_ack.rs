@@ -2,7 +2,7 @@
 //! the NAK rate limit of H.4. [M3-021] [M3-022]
 
 use crate::engine::endpoint::Response;
-use crate::engine::mode3::Hop;
+use crate::engine::hop::Hop;
 use crate::wire::{NakCode, Syndrome};
 
 /// How a data packet compared with the endpoint's expected PSN before it

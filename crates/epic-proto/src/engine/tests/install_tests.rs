@@ -6,8 +6,8 @@ use alloc::string::ToString;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
+use crate::engine::hop::Hop;
 use crate::engine::mode::ModeState;
-use crate::engine::mode3::Hop;
 use crate::engine::*;
 use crate::psn::Psn;
 use crate::time::Instant;

@@ -1,7 +1,8 @@
 //! What Mode III keeps of one hop (tree edge): the receive state of the
 //! requests the peer sends us and the send state of those we send it, as
-//! an RC endpoint would, but over the pipes' slots. [ENG-011] [M3-021]
-//! [M3-030]
+//! an RC endpoint would, but over the pipes' slots. Below the modes: the
+//! paper's modules (SendAck, ReceiveAck, Retransmission) work on it.
+//! [ENG-011] [M3-021] [M3-030]
 
 use crate::engine::invocation::PipeId;
 use crate::engine::pipe::Arrived;

@@ -1,0 +1,181 @@
+//! The owned form of a whole RoCEv2 frame and its emitter: headers,
+//! payload (or a payload whose CRC is known), pad and ICRC. [WIRE-001]
+//! [WIRE-070]
+
+use super::field;
+use super::icrc::PayloadCrc;
+use super::{
+    icrc, BthRepr, EmitError, EtherType, EthernetRepr, ExtHeaders, HeaderLayout, IpProtocol,
+    Ipv4Repr, UdpRepr, BTH_LEN, ICRC_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN,
+};
+
+/// The owned headers of a RoCEv2 frame; with a payload it emits a complete
+/// frame. [WIRE-001]
+///
+/// `emit` derives the length and type fields: the EtherType (IPv4), the
+/// IPv4 protocol (UDP) and payload length, and the UDP payload length. All
+/// other fields, `bth.pad_count` included, are written as given, and the
+/// IPv4 checksum and ICRC are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct RoceFrameRepr {
+    /// Ethernet header.
+    pub eth: EthernetRepr,
+    /// IPv4 header.
+    pub ipv4: Ipv4Repr,
+    /// UDP header.
+    pub udp: UdpRepr,
+    /// BTH.
+    pub bth: BthRepr,
+    /// Extension headers; must match the opcode's layout.
+    pub ext: ExtHeaders,
+}
+
+impl RoceFrameRepr {
+    /// Frame length for a payload of `payload_len` bytes.
+    pub const fn buffer_len(&self, payload_len: usize) -> usize {
+        self.eth.buffer_len()
+            + IPV4_HEADER_LEN
+            + UDP_HEADER_LEN
+            + BTH_LEN
+            + self.ext.buffer_len()
+            + payload_len
+            + self.bth.pad_count as usize
+            + ICRC_LEN
+    }
+
+    /// Sets the derived fields to what `emit` writes for a payload of
+    /// `payload_len` bytes, so that `parse(emit(r)).repr() == r`.
+    pub fn normalize(&mut self, payload_len: usize) {
+        let roce = BTH_LEN
+            + self.ext.buffer_len()
+            + payload_len
+            + usize::from(self.bth.pad_count & 0b11)
+            + ICRC_LEN;
+        self.bth.pad_count &= 0b11;
+        self.bth.tver &= 0x0f;
+        self.eth.ethertype = EtherType::Ipv4;
+        self.ipv4.protocol = IpProtocol::Udp;
+        self.ipv4.payload_len = u16::try_from(roce + UDP_HEADER_LEN).unwrap_or(u16::MAX);
+        self.udp.payload_len = u16::try_from(roce).unwrap_or(u16::MAX);
+    }
+
+    /// Writes the frame into `buf` and returns its length. The extension
+    /// headers must be exactly those the opcode carries (any for an unknown
+    /// opcode). [WIRE-001]
+    pub fn emit(&self, payload: &[u8], buf: &mut [u8]) -> Result<usize, EmitError> {
+        self.emit_inner(Body::Bytes(payload), buf)
+    }
+
+    /// [`emit`](Self::emit) for a payload whose CRC was computed once for
+    /// all the frames that carry it: the ICRC combines it with these
+    /// headers instead of hashing the payload again. The bytes written are
+    /// those `emit` writes. A `crc` computed over another length is not
+    /// used. [WIRE-001] [WIRE-072]
+    pub fn emit_with_crc(
+        &self,
+        payload: &[u8],
+        crc: &PayloadCrc,
+        buf: &mut [u8],
+    ) -> Result<usize, EmitError> {
+        match crc.len() == payload.len() {
+            true => self.emit_inner(Body::Combined(payload, crc), buf),
+            false => self.emit_inner(Body::Bytes(payload), buf),
+        }
+    }
+
+    /// Everything [`emit_with_crc`](Self::emit_with_crc) writes but the
+    /// payload: the headers, the pad and the ICRC of a frame that carries
+    /// the payload `crc` was computed over, whose bytes are (or will be put)
+    /// in place by the caller, at the offset returned with the frame's
+    /// length. For frames that share one payload buffer and differ in
+    /// their headers. [WIRE-001] [WIRE-072]
+    pub fn emit_around(
+        &self,
+        crc: &PayloadCrc,
+        buf: &mut [u8],
+    ) -> Result<(usize, usize), EmitError> {
+        let len = self.emit_inner(Body::Around(crc), buf)?;
+        let pad = usize::from(self.bth.pad_count & 0b11);
+        Ok((len, len - ICRC_LEN - pad - crc.len()))
+    }
+
+    fn emit_inner(&self, body: Body<'_>, buf: &mut [u8]) -> Result<usize, EmitError> {
+        if let Some(layout) = self.bth.opcode.layout() {
+            let wanted = HeaderLayout {
+                payload: false,
+                ..layout
+            };
+            if wanted != self.ext.layout() {
+                return Err(EmitError::HeadersMismatchOpcode {
+                    opcode: self.bth.opcode.into(),
+                });
+            }
+        }
+        let payload_len = body.len();
+        let mut r = *self;
+        r.normalize(payload_len);
+        let len = r.buffer_len(payload_len);
+        let datagram_len = len - r.eth.buffer_len();
+        if datagram_len > usize::from(u16::MAX) {
+            return Err(EmitError::TooLong { len: datagram_len });
+        }
+        field::check_emit(buf, len)?;
+        let frame = buf.get_mut(..len).unwrap_or(&mut []);
+
+        let mut at = 0usize;
+        r.eth.emit(frame)?;
+        at += r.eth.buffer_len();
+        let ip_at = at;
+        r.ipv4.emit(field_mut(frame, at))?;
+        at += IPV4_HEADER_LEN;
+        r.udp.emit(field_mut(frame, at))?;
+        at += UDP_HEADER_LEN;
+        r.bth.emit(field_mut(frame, at))?;
+        at += BTH_LEN;
+        at += r.ext.emit(field_mut(frame, at))?;
+        let payload_at = at - ip_at;
+        if let Body::Bytes(payload) | Body::Combined(payload, _) = body {
+            field::set_bytes(frame, at, payload);
+        }
+        at += payload_len;
+        let pad = usize::from(r.bth.pad_count);
+        field::set_bytes(frame, at, field::slice(&[0u8; 3], 0..pad));
+        let datagram = field_mut(frame, ip_at);
+        match body {
+            Body::Combined(_, crc) | Body::Around(crc) => {
+                icrc::fill_with(datagram, payload_at, crc)
+            }
+            Body::Bytes(_) => icrc::fill(datagram),
+        }
+        .map_err(|_| EmitError::BufferTooSmall {
+            required: len,
+            available: buf.len(),
+        })?;
+        Ok(len)
+    }
+}
+
+/// What [`RoceFrameRepr::emit_inner`] puts after the headers.
+#[derive(Clone, Copy)]
+enum Body<'a> {
+    /// The payload, hashed with the frame.
+    Bytes(&'a [u8]),
+    /// The payload, and its CRC computed beforehand.
+    Combined(&'a [u8], &'a PayloadCrc),
+    /// Nothing: the payload is the caller's to put in place.
+    Around(&'a PayloadCrc),
+}
+
+impl Body<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Body::Bytes(p) | Body::Combined(p, _) => p.len(),
+            Body::Around(crc) => crc.len(),
+        }
+    }
+}
+
+fn field_mut(buf: &mut [u8], at: usize) -> &mut [u8] {
+    buf.get_mut(at..).unwrap_or(&mut [])
+}
