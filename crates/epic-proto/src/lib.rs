@@ -59,6 +59,7 @@ pub mod psn;
 pub mod roce;
 pub mod sack;
 pub mod time;
+mod timers;
 #[cfg(all(feature = "serde", feature = "alloc"))]
 pub mod trace;
 pub mod wire;

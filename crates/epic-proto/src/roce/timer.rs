@@ -1,7 +1,8 @@
-//! The endpoint's timers: an enum indexing a fixed table, as quinn-proto
-//! does. The earliest armed deadline is what `poll_timeout` returns.
+//! The endpoint's timers: an enum indexing the fixed table of
+//! `crate::timers`, as quinn-proto does. The earliest armed deadline is
+//! what `poll_timeout` returns.
 
-use crate::time::Instant;
+use crate::timers::TimerKind;
 
 /// One of the QP's timers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -12,49 +13,16 @@ pub(crate) enum Timer {
     RnrWait = 1,
 }
 
-impl Timer {
-    pub(crate) const ALL: [Timer; 2] = [Timer::Retransmit, Timer::RnrWait];
+impl TimerKind for Timer {
+    const ALL: &'static [Timer] = &ALL;
+
+    fn slot(self) -> usize {
+        self as usize
+    }
 }
+
+/// Every timer, in table order.
+const ALL: [Timer; 2] = [Timer::Retransmit, Timer::RnrWait];
 
 /// Deadlines of every [`Timer`]; `None` is disarmed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub(crate) struct Timers([Option<Instant>; 2]);
-
-impl Timers {
-    pub(crate) fn get(&self, t: Timer) -> Option<Instant> {
-        self.0.get(t as usize).copied().flatten()
-    }
-
-    pub(crate) fn set(&mut self, t: Timer, at: Instant) {
-        if let Some(slot) = self.0.get_mut(t as usize) {
-            *slot = Some(at);
-        }
-    }
-
-    pub(crate) fn stop(&mut self, t: Timer) {
-        if let Some(slot) = self.0.get_mut(t as usize) {
-            *slot = None;
-        }
-    }
-
-    pub(crate) fn stop_all(&mut self) {
-        self.0 = [None; 2];
-    }
-
-    /// The earliest deadline.
-    pub(crate) fn next(&self) -> Option<Instant> {
-        self.0.iter().flatten().min().copied()
-    }
-
-    /// Disarms and returns the timers due at `now`, in table order.
-    pub(crate) fn expire(&mut self, now: Instant) -> [Option<Timer>; 2] {
-        let mut due = [None; 2];
-        for (slot, t) in due.iter_mut().zip(Timer::ALL) {
-            if self.get(t).is_some_and(|at| at <= now) {
-                self.stop(t);
-                *slot = Some(t);
-            }
-        }
-        due
-    }
-}
+pub(crate) type Timers = crate::timers::Timers<Timer, 2>;
