@@ -65,6 +65,27 @@ header_round_trip!(
 header_round_trip!(cnp, cnp_any(), CnpPacket, CnpRepr);
 
 proptest! {
+    /// The Internet checksum, and its word-wide form for an IPv4 header,
+    /// against RFC 1071's definition, 16 bits at a time with a fold per
+    /// carry, on any bytes and any length (odd ones padded with a zero
+    /// byte). [WIRE-025]
+    #[test]
+    fn internet_checksum_matches_rfc1071(data in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let mut sum: u32 = 0;
+        for pair in data.chunks(2) {
+            let hi = u32::from(pair[0]) << 8;
+            let lo = pair.get(1).map_or(0, |b| u32::from(*b));
+            sum += hi | lo;
+            if sum > 0xffff {
+                sum = (sum & 0xffff) + 1;
+            }
+        }
+        prop_assert_eq!(internet_checksum(&data), !(sum as u16));
+        if let Ok(h) = <[u8; IPV4_HEADER_LEN]>::try_from(data.get(..IPV4_HEADER_LEN).unwrap_or(&[])) {
+            prop_assert_eq!(header_checksum(&h), internet_checksum(&h));
+        }
+    }
+
     // [WIRE-010]
     #[test]
     fn ethernet(r in ethernet_any()) {

@@ -81,8 +81,12 @@ pub struct IncEngine {
     /// The drops and the context of the frame being handled.
     frame_drops: FrameDrops,
     frame_ctx: Option<ContextId>,
-    /// The context whose state the current call changed, whose cached
-    /// deadline [`IncEngine::settle`] refreshes.
+    /// The context the calls since the last refresh changed: its cached
+    /// deadline may be out of date, so `poll_timeout` computes its
+    /// deadline afresh, and reaching another context refreshes it first
+    /// ([`IncEngine::settle`]). At most one context is out of date, and
+    /// its deadline is computed once per `poll_timeout`, not once per
+    /// frame or poll.
     touched: Option<ContextSlot>,
     /// A context was lent out by `context_mut`: every cached deadline is
     /// refreshed at the next call.
@@ -321,11 +325,10 @@ impl IncEngine {
         self.frame_drops = FrameDrops::default();
         self.frame_ctx = None;
         let disposition = self.handle_frame_inner(now, port, frame);
-        self.settle();
         self.outcome(disposition)
     }
 
-    /// Refreshes the cached deadline of the context the call changed (of
+    /// Refreshes the cached deadline of the context the calls changed (of
     /// every context after `context_mut`), so that `poll_timeout` reads
     /// one cached deadline per context instead of every endpoint's
     /// timers.
@@ -402,13 +405,15 @@ impl IncEngine {
         self.frame_ctx = None;
         self.counters.rx_frames += 1;
         let disposition = self.dispatch(now, port, f);
-        self.settle();
         self.outcome(disposition)
     }
 
     /// Context `ci` and the `Io` of everything else the packet path may
     /// touch.
     fn context_io(&mut self, ci: ContextSlot, now: Instant) -> Option<(&mut Context, Io<'_>)> {
+        if self.stale || self.touched.is_some_and(|t| t != ci) {
+            self.settle();
+        }
         self.touched = Some(ci);
         let ctx = self.contexts.get_mut(ci)?;
         let io = Io {
@@ -603,12 +608,10 @@ impl IncEngine {
                     sent
                 }
             };
-            self.settle();
             if let Some(t) = sent {
                 return Some((t, None));
             }
         }
-        self.settle();
         None
     }
 
@@ -647,7 +650,18 @@ impl IncEngine {
                 .filter_map(Context::next_deadline)
                 .min();
         }
-        self.contexts.iter().filter_map(|c| c.deadline).min()
+        let touched = self.touched.and_then(|t| self.contexts.get(t));
+        let cached = self
+            .contexts
+            .iter()
+            .filter(|c| !touched.is_some_and(|t| core::ptr::eq(*c, t)))
+            .filter_map(|c| c.deadline)
+            .min();
+        let live = touched.and_then(Context::next_deadline);
+        match (cached, live) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Fires every timer due at `now`. [M3-040]
@@ -659,9 +673,7 @@ impl IncEngine {
             if let Some((ctx, mut io)) = self.context_io(ci, now) {
                 ctx.handle_timeout(&mut io);
             }
-            self.settle();
         }
-        self.settle();
     }
 }
 

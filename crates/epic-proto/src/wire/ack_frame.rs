@@ -25,7 +25,7 @@ use super::icrc;
 use super::ipv4::fields as ipv4;
 use super::udp::fields as udp;
 use super::{
-    internet_checksum, AethRepr, BthRepr, EmitError, Error, ErrorKind, EthernetAddress, Layer, Qpn,
+    header_checksum, AethRepr, BthRepr, EmitError, Error, ErrorKind, EthernetAddress, Layer, Qpn,
     Syndrome, ICRC_LEN, ROCEV2_PORT,
 };
 use crate::psn::Psn;
@@ -107,7 +107,7 @@ impl AckFrame {
             return None;
         }
         // The general parser's checks, in its order. [WIRE-060]
-        if internet_checksum(field::slice(b, IP..UDP)) != 0 {
+        if header_checksum(&field::array(b, IP)) != 0 {
             let carried = u16_at(IP + ipv4::CHECKSUM.start);
             let e = Error::new(Layer::Ipv4, ErrorKind::Ipv4Checksum { carried });
             return Some(Err(e.add_offset(IP)));
@@ -173,7 +173,7 @@ impl AckFrameRepr {
         field::set_u8(&mut f, IP + ipv4::PROTOCOL, 17);
         field::set_bytes(&mut f, IP + ipv4::SRC.start, &self.src.octets());
         field::set_bytes(&mut f, IP + ipv4::DST.start, &self.dst.octets());
-        let sum = internet_checksum(field::slice(&f, IP..UDP));
+        let sum = header_checksum(&field::array(&f, IP));
         field::set_u16(&mut f, IP + ipv4::CHECKSUM.start, sum);
         field::set_u16(&mut f, UDP + udp::SRC_PORT.start, self.src_port);
         field::set_u16(&mut f, UDP + udp::DST_PORT.start, ROCEV2_PORT);

@@ -54,7 +54,7 @@ fn emitted(a: &AckFrameRepr) -> Vec<u8> {
 fn reseal(b: &mut [u8]) {
     b[24] = 0;
     b[25] = 0;
-    let sum = internet_checksum(&b[14..34]);
+    let sum = crate::wire::internet_checksum(&b[14..34]);
     b[24..26].copy_from_slice(&sum.to_be_bytes());
     icrc::fill(&mut b[14..]).unwrap();
 }

@@ -231,7 +231,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// Whether the header checksum is correct. [WIRE-025]
     #[inline]
     pub fn verify_checksum(&self) -> bool {
-        internet_checksum(field::slice(self.buffer.as_ref(), 0..fields::HEADER_LEN)) == 0
+        header_checksum(&field::array(self.buffer.as_ref(), 0)) == 0
     }
 
     /// The bytes after the header, up to the total length.
@@ -268,7 +268,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     pub fn fill_checksum(&mut self) {
         let buf = self.buffer.as_mut();
         field::set_u16(buf, fields::CHECKSUM.start, 0);
-        let sum = internet_checksum(field::slice(buf, 0..fields::HEADER_LEN));
+        let sum = header_checksum(&field::array(buf, 0));
         field::set_u16(buf, fields::CHECKSUM.start, sum);
     }
 }
@@ -291,6 +291,26 @@ pub fn internet_checksum(data: &[u8]) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
+    // `sum` is at most 0xffff here.
+    !(sum as u16)
+}
+
+/// [`internet_checksum`] of a 20-byte IPv4 header, as five big-endian
+/// 32-bit words folded once at the end (RFC 1071 §2: the ones'-complement
+/// sum does not depend on the word size, since 2^16 ≡ 1 modulo 2^16 − 1).
+/// The switch computes two per ACK it reflects. [WIRE-025]
+#[inline(always)]
+pub fn header_checksum(h: &[u8; IPV4_HEADER_LEN]) -> u16 {
+    let [a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, d0, d1, d2, d3, e0, e1, e2, e3] = *h;
+    let sum = u64::from(u32::from_be_bytes([a0, a1, a2, a3]))
+        + u64::from(u32::from_be_bytes([b0, b1, b2, b3]))
+        + u64::from(u32::from_be_bytes([c0, c1, c2, c3]))
+        + u64::from(u32::from_be_bytes([d0, d1, d2, d3]))
+        + u64::from(u32::from_be_bytes([e0, e1, e2, e3]));
+    // At most 5 · (2^32 − 1): one fold to 32 bits, two to 16.
+    let sum = (sum & 0xffff_ffff) + (sum >> 32);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
     // `sum` is at most 0xffff here.
     !(sum as u16)
 }
@@ -378,7 +398,7 @@ impl Ipv4Repr {
         field::set_u8(&mut hdr, fields::PROTOCOL, self.protocol.into());
         field::set_bytes(&mut hdr, fields::SRC.start, &self.src.octets());
         field::set_bytes(&mut hdr, fields::DST.start, &self.dst.octets());
-        let sum = internet_checksum(&hdr);
+        let sum = header_checksum(&hdr);
         field::set_u16(&mut hdr, fields::CHECKSUM.start, sum);
         field::set_bytes(buf, 0, &hdr);
         Ok(())

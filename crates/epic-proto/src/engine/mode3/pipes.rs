@@ -631,7 +631,9 @@ impl Augmented {
         } else {
             through
         };
+        let before = e.last_acked;
         let advanced = receive_ack(e, through, now, timeout);
+        let after = e.last_acked;
         if resend {
             let from = if psn.is_after(e.max_sent) {
                 e.max_sent.next()
@@ -644,8 +646,37 @@ impl Augmented {
         }
         s.list(io, ep);
         if advanced {
-            self.advance_pipe(s, io, PipeId::Up);
-            self.advance_pipe(s, io, PipeId::Down);
+            for id in [PipeId::Up, PipeId::Down] {
+                self.advance_after_ack(s, io, id, before, after);
+            }
+        }
+    }
+
+    /// Moves pipe `id` after an ACK moved one edge's `lastAcked` from
+    /// `before` to `after`. Every pipe stands as far as it can go after
+    /// each call into the engine, so an ACK that did not move its edge
+    /// over the pipe's start cannot move the pipe: the pipe waits for
+    /// something else (another output's ACK, the root's hand-off), and the
+    /// walk is skipped. Debug builds take the walk anyway and check that
+    /// it goes nowhere. [M3-010]
+    fn advance_after_ack(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        id: PipeId,
+        before: Psn,
+        after: Psn,
+    ) {
+        let q = self.pipe(id).psn_start;
+        if before.is_before(q) && !after.is_before(q) {
+            self.advance_pipe(s, io, id);
+        } else if cfg!(debug_assertions) {
+            self.advance_pipe(s, io, id);
+            debug_assert_eq!(
+                self.pipe(id).psn_start,
+                q,
+                "an ACK that did not cross the {id:?} pipe's start moved it"
+            );
         }
     }
 
