@@ -134,7 +134,11 @@ impl Pipe {
     pub(crate) fn slot_of(&self, psn: Psn) -> usize {
         let n = self.n.max(1);
         let v = psn.value();
-        (if n.is_power_of_two() { v & (n - 1) } else { v % n }) as usize
+        (if n.is_power_of_two() {
+            v & (n - 1)
+        } else {
+            v % n
+        }) as usize
     }
 
     pub(crate) fn meta(&self, slot: usize) -> SlotMeta {

@@ -69,7 +69,10 @@ pub use frame_repr::RoceFrameRepr;
 pub use icrc::{PayloadCrc, ICRC_LEN};
 pub use ieth::{IethPacket, IethRepr, IETH_LEN};
 pub use immdt::{ImmDtPacket, ImmDtRepr, IMMDT_LEN};
-pub use ipv4::{header_checksum, internet_checksum, Dscp, Ecn, IpProtocol, Ipv4Packet, Ipv4Repr, IPV4_HEADER_LEN};
+pub use ipv4::{
+    header_checksum, internet_checksum, Dscp, Ecn, IpProtocol, Ipv4Packet, Ipv4Repr,
+    IPV4_HEADER_LEN,
+};
 pub use opcode::{HeaderLayout, Opcode, Transport};
 pub use reth::{RethPacket, RethRepr, RETH_LEN};
 pub use rewrite::{refresh_checksums, rewrite_headers, HeaderRewrite};
