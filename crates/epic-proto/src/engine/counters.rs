@@ -119,6 +119,10 @@ pub struct EngineCounters {
     pub rx_data: u64,
     /// ACK/NAK packets received.
     pub rx_acks: u64,
+    /// SACKs received (SR profile, [WIRE-052]). [SR-030]
+    pub rx_sacks: u64,
+    /// Mode II: SACKs reflected to a rank. [SR-031]
+    pub tx_sacks: u64,
     /// Aggregations completed (a slot reached its fan-in).
     pub aggregations: u64,
     /// Data packets retransmitted: Mode III's, and Mode I's edge

@@ -93,6 +93,23 @@ pub(crate) trait Translating: ModeMachine {
 
     /// An ACK or NAK.
     fn ack(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, psn: Psn, aeth: AethRepr);
+
+    /// A SACK ([WIRE-052]) whose cumulative point is `psn` (group terms)
+    /// and whose SACKETH is `sacketh`, as the parser validated it. Unless
+    /// the mode does more, it is what it implies for every receiver: the
+    /// ACK of its cumulative point ([SR-004]). [SR-030]
+    fn sack(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: EdgeId,
+        psn: Psn,
+        aeth: AethRepr,
+        sacketh: &[u8],
+    ) {
+        let _ = sacketh;
+        self.ack(s, io, ep, psn, aeth);
+    }
 }
 
 /// Splits a frame of a translated connection by kind, with its PSN in
@@ -110,6 +127,15 @@ pub(crate) fn receive_translated(
             Some(aeth) => {
                 io.counters.rx_acks += 1;
                 ack_translated(m, s, io, ep, f.bth.psn, aeth);
+            }
+            None => io.drop(EngineDropReason::Malformed),
+        },
+        // The parser has checked the SACKETH ([WIRE-053], [WIRE-054]).
+        Opcode::RcSack => match f.ext.aeth {
+            Some(aeth) => {
+                io.counters.rx_sacks += 1;
+                let psn = s.group_psn(ep, Flow::Out, f.bth.psn);
+                m.sack(s, io, ep, psn, aeth, f.payload);
             }
             None => io.drop(EngineDropReason::Malformed),
         },

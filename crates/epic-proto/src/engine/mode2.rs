@@ -174,9 +174,68 @@ impl Translating for Translated {
     fn ack(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, psn: Psn, aeth: AethRepr) {
         self.ack_msg(s, io, ep, psn, aeth);
     }
+
+    fn sack(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: EdgeId,
+        psn: Psn,
+        aeth: AethRepr,
+        sacketh: &[u8],
+    ) {
+        if !Self::reflect_sack(s, io, ep, psn, aeth, sacketh) {
+            self.ack_msg(s, io, ep, psn, aeth);
+        }
+    }
 }
 
 impl Translated {
+    /// AllReduce: a rank's SACK of the results is the SACK of its own data,
+    /// as its ACKs are ([M2-031]): reflected to it at once, its SACKETH as
+    /// it came, and it replaces the rank's pending ACK (older news). The
+    /// rank then resends only the data whose results it misses, and each
+    /// resent packet brings the complete slot's result out again
+    /// ([M2-011]). Every other
+    /// pattern, and a direction whose wire PSNs are not the group's
+    /// ([CTL-052]), takes the SACK as the ACK of its cumulative point;
+    /// returns whether the SACK was reflected. [SR-031]
+    fn reflect_sack(
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: EdgeId,
+        psn: Psn,
+        aeth: AethRepr,
+        sacketh: &[u8],
+    ) -> bool {
+        let Some(inv) = s.invs.find(psn).and_then(|i| s.invs.get(i)) else {
+            return false;
+        };
+        if inv.data_pattern != Pattern::AllReduce || s.control_only(ep, Flow::In) {
+            return false;
+        }
+        let Some(e) = s.eps.get_mut(ep.index()) else {
+            return false;
+        };
+        if !matches!(e.cfg.peer, Peer::Rank(_)) {
+            return false;
+        }
+        e.response = None;
+        let pkt = Outgoing {
+            opcode: Opcode::RcSack,
+            psn,
+            ack_req: false,
+            becn: false,
+            ext: ExtHeaders {
+                aeth: Some(aeth),
+                ..ExtHeaders::default()
+            },
+        };
+        io.counters.tx_sacks += 1;
+        queue_frame(io, &e.cfg, &pkt, sacketh);
+        true
+    }
+
     /// A control message in Mode II. Control messages are aggregated by
     /// the per-endpoint arrival record of their invocation, not in a pipe
     /// slot, so data recycling can never erase one: when every child's

@@ -8,5 +8,6 @@ mod lock_tests;
 #[cfg(feature = "mutants")]
 mod mutant_tests;
 mod outcome_tests;
+mod sack_tests;
 mod source_tests;
 mod test_rig;
