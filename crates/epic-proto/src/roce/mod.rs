@@ -55,4 +55,6 @@ enum Queue {
 }
 
 #[cfg(test)]
+mod sr_tests;
+#[cfg(test)]
 mod tests;
