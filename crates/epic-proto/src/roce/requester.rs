@@ -374,6 +374,9 @@ impl<B: AsRef<[u8]>> Requester<B> {
                 timers.set(Timer::RnrWait, now + rnr_delay(timer));
                 if self.sr.is_some() {
                     self.acknowledged(unacked, now, counters);
+                    // The responder may have refused a request it had
+                    // kept and reported: it is missing again. [SR-013]
+                    self.refused(psn);
                 }
                 return Verdict::Continue;
             }
@@ -428,7 +431,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
         if self.sr.is_some() {
             // SR: the responder kept what followed; resend the refused
             // PSN only. [SR-018]
-            self.mark_lost(self.comp_psn, counters);
+            self.resend_unacked();
             return;
         }
         self.go_back_n(counters);

@@ -121,6 +121,17 @@ impl SrSender {
         true
     }
 
+    /// Marks `psn` for a resend whatever a SACK said of it: U after a
+    /// timeout or an RNR wait, which the responder certainly lacks (it
+    /// would have moved U otherwise; a SACK that reported it, reordered
+    /// behind an RNR NAK, is out of date).
+    fn force_lost(&mut self, psn: Psn) {
+        if let Some(r) = self.record_mut(psn) {
+            r.sacked = false;
+        }
+        self.set_lost(psn);
+    }
+
     fn clear_lost(&mut self, psn: Psn) {
         if let Some(r) = self.record_mut(psn) {
             if r.lost {
@@ -224,6 +235,24 @@ impl<B: AsRef<[u8]>> Requester<B> {
         }
     }
 
+    /// The responder refused `psn` (an RNR NAK): whatever a SACK said, it
+    /// does not hold it. [SR-013]
+    pub(super) fn refused(&mut self, psn: Psn) {
+        if let Some(r) = self.sr.as_mut().and_then(|sr| sr.record_mut(psn)) {
+            r.sacked = false;
+        }
+    }
+
+    /// The RNR wait ended: resend U alone. [SR-018]
+    pub(super) fn resend_unacked(&mut self) {
+        let u = self.comp_psn();
+        if self.in_flight(u) {
+            if let Some(sr) = self.sr.as_mut() {
+                sr.force_lost(u);
+            }
+        }
+    }
+
     /// After U moved from `unacked`: clears the marks of the PSNs it passed
     /// and takes the round-trip sample. Returns whether U moved. [SR-016]
     pub(super) fn acknowledged(
@@ -285,7 +314,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
             self.retry_left -= 1;
         }
         timers.stop(Timer::Probe);
-        sr.set_lost(u);
+        sr.force_lost(u);
         Verdict::Continue
     }
 
@@ -378,6 +407,12 @@ impl<B: AsRef<[u8]>> Requester<B> {
         sr.sample(newest, now, counters);
         let rack = sr.rack_seq;
         for h in Resend::new(sack, last_sent).holes() {
+            // A SACK states what the responder holds now: a PSN an earlier
+            // SACK reported and this one does not was dropped since (an
+            // RNR refusal, [SR-013]).
+            if let Some(r) = sr.record_mut(h) {
+                r.sacked = false;
+            }
             if sr.record(h).is_some_and(|r| r.seq < rack) && sr.set_lost(h) {
                 counters.selective_resends += 1;
             }

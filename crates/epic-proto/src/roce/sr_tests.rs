@@ -141,6 +141,30 @@ fn loss_gets_a_sack_and_one_selective_resend() {
     assert_eq!(p.a.poll_timeout(), None, "nothing in flight, no timer");
 }
 
+/// [SR-015]: a SACK that repeats a hole already resent does not resend it
+/// again: only one reporting a packet sent after the resend would prove
+/// the resend lost (RACK's rule).
+#[test]
+fn repeated_hole_is_not_resent_twice() {
+    let mut p = sr_pair();
+    send(&mut p, 1, 1500); // PSNs 0..=5
+    let sent = p.a_to_b();
+    p.deliver_to_b(&[sent[0].clone(), sent[2].clone(), sent[3].clone()]);
+    let sack = p.b_to_a();
+    p.deliver_to_a(&sack);
+    assert_eq!(psns(&p.a_to_b()), [1], "resent, and lost again");
+    p.deliver_to_b(&sent[4..]);
+    let sack = p.b_to_a();
+    assert_eq!(sack_of(&sack[0]).words(), &[0x7800_0000]);
+    p.deliver_to_a(&sack);
+    assert!(p.a_to_b().is_empty(), "4 and 5 left before the resend");
+    assert_eq!(p.a.counters().selective_resends, 1);
+    // The probe resends the newest PSN not reported received: the hole.
+    assert!(p.fire_next_timer());
+    assert_eq!(p.a.counters().probes, 1);
+    assert_eq!(psns(&p.a_to_b()), [1]);
+}
+
 /// [SR-012] [SR-013]: packets arriving in reverse order are kept and the
 /// messages delivered in order, each once, with nothing resent.
 #[test]
