@@ -234,6 +234,8 @@ pub struct QpConfig {
     /// at most 2^22 packets).
     pub max_msg_bytes: u32,
     /// Go-back-N (default) or selective retransmission. [SR-010]
+    /// Absent from a serialized configuration, it is go-back-N.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub transport: Transport,
 }
 

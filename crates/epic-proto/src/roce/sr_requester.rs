@@ -378,7 +378,6 @@ impl<B: AsRef<[u8]>> Requester<B> {
         }
         counters.rx_sacks += 1;
         if advance > 0 {
-            counters.rx_acks += 1;
             self.complete_through(cfg, c, Through::Inclusive, counters, cq);
             self.advance_comp(c.next());
         }
