@@ -150,12 +150,30 @@ SEEDS = {
 }
 
 
+def sr(data, small_window=False):
+    """The same input with both QPs on the SR profile (config byte 5, bit
+    3), optionally with a receive window of 4 PSNs (byte 7, bit 7)."""
+    b = bytearray(data)
+    b[5] |= 0x08
+    if small_window:
+        b[7] |= 0x80
+    return bytes(b)
+
+
+# Every seed again under selective retransmission [SR-010], and the lossy
+# ones with a window too small for what is in flight.
+SR_SEEDS = {f"sr_{name}": sr(data) for name, data in SEEDS.items()}
+SR_SEEDS["sr_small_window_loss_and_timeout"] = sr(SEEDS["loss_and_timeout"], small_window=True)
+SR_SEEDS["sr_small_window_psn_wrap"] = sr(SEEDS["psn_wrap"], small_window=True)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
-    for name, data in SEEDS.items():
+    seeds = {**SEEDS, **SR_SEEDS}
+    for name, data in seeds.items():
         with open(os.path.join(OUT, name), "wb") as f:
             f.write(data)
-    print(f"wrote {len(SEEDS)} seeds to {OUT}")
+    print(f"wrote {len(seeds)} seeds to {OUT}")
 
 
 if __name__ == "__main__":

@@ -210,7 +210,7 @@ impl Harness {
                 );
                 assert_eq!(side.qp.outstanding_sends(), 0);
                 assert_eq!(side.qp.posted_recvs(), 0);
-            } else if side.qp.outstanding_sends() > 0 && cfg.ack_timeout().is_some() {
+            } else if side.qp.outstanding_sends() > 0 && has_retry_timer(&cfg) {
                 // No silent stall: once everything sendable is sent, a timer
                 // (retransmit or RNR wait) is armed.
                 let mut probe = side.qp.clone();
@@ -235,7 +235,7 @@ impl Harness {
         if !self.clean {
             return;
         }
-        let timers = self.s.iter().all(|s| s.qp.config().ack_timeout().is_some());
+        let timers = self.s.iter().all(|s| has_retry_timer(s.qp.config()));
         if !timers && !self.lossless {
             // Without a retry timer a lost packet may stall a QP forever,
             // as in rxe.
@@ -331,6 +331,14 @@ pub(crate) fn check_emitted(side: &Side, frame: &[u8], unacked: Psn, in_error: b
     if f.bth.opcode == Opcode::RcAcknowledge {
         assert!(f.ext.aeth.is_some(), "{name}: ACK without AETH");
         assert!(f.payload.is_empty(), "{name}: ACK with payload");
+    } else if f.bth.opcode == Opcode::RcSack {
+        // Only an SR responder sends SACKs, with an ACK syndrome. [WIRE-052]
+        assert!(cfg.transport != Profile::Gbn, "{name}: SACK from a GBN QP");
+        assert!(
+            f.ext.aeth.is_some_and(|a| a.syndrome.is_ack()),
+            "{name}: SACK without an ACK AETH"
+        );
+        assert!(f.sack().is_some(), "{name}: SACK without a SACKETH");
     } else {
         assert!(
             !in_error,
@@ -345,4 +353,10 @@ pub(crate) fn check_emitted(side: &Side, frame: &[u8], unacked: Psn, in_error: b
             cfg.max_unacked_psns
         );
     }
+}
+
+/// Whether the QP always retries on its own: go-back-N with a local ACK
+/// timeout, or SR, whose timers come from its estimator. [RC-040] [SR-016]
+fn has_retry_timer(cfg: &QpConfig) -> bool {
+    cfg.ack_timeout().is_some() || cfg.transport != Profile::Gbn
 }

@@ -57,7 +57,7 @@ use std::net::Ipv4Addr;
 
 use epic_proto::roce::{
     ApiError, Completion, Mtu, PathConfig, QpConfig, QpState, RcQp, RemoteAddr, ResyncError, Rkey,
-    SendOp, WcOpcode, WcStatus, WrId,
+    SendOp, SrConfig, Transport as Profile, WcOpcode, WcStatus, WrId,
 };
 use epic_proto::wire::{
     is_epic_control, refresh_checksums, rewrite_headers, AethRepr, AtomicAckEthRepr, AtomicEthRepr,
@@ -178,9 +178,9 @@ fn qpn(v: u32) -> Qpn {
 /// | 0    | MTU (`% 5`); bit 7: B gets MTU `(b >> 3) % 5` instead |
 /// | 1, 2 | A's `sq_psn` (= B's `rq_psn`), see [`Cursor::psn`] |
 /// | 3, 4 | B's `sq_psn` (= A's `rq_psn`) |
-/// | 5    | timeout exponent (table), bits 4..: B's differs |
+/// | 5    | timeout exponent (table), bit 3: both QPs run the SR profile, bits 4..: B's timeout differs |
 /// | 6    | `retry_cnt` bits 0..2, `rnr_retry` bits 3..5, bit 6: VLAN, bit 7: other QPNs |
-/// | 7    | `min_rnr_timer` bits 0..4, `response_depth` bits 5..6 + 1 |
+/// | 7    | `min_rnr_timer` bits 0..4, `response_depth` bits 5..6 + 1, bit 7: SR receive window of 4 PSNs (else the default) |
 /// | 8    | A: `sq_depth` bits 0..2 + 1, `rq_depth` bits 3..5 + 1, `max_regions` bits 6..7 |
 /// | 9    | B: the same |
 /// | 10   | `max_unacked_psns` bits 0..2 (table), `ack_req_every` bits 3..5 (table), bit 6: pkey 0x7fff at B, bit 7: fixed UDP port |
@@ -257,6 +257,18 @@ fn configs(cur: &mut Cursor<'_>) -> Option<(QpConfig, QpConfig)> {
     if b10 & 0x40 != 0 {
         // Only the low 15 bits must match: 0x7fff still talks to 0xffff.
         b.pkey = 0x7fff;
+    }
+    if b5 & 0x08 != 0 {
+        // Selective retransmission at both ends ([SR-010]); its window of
+        // unacknowledged PSNs must fit one SACK.
+        let sr = SrConfig {
+            window_psns: if b7 & 0x80 != 0 { 4 } else { 256 },
+            ..SrConfig::DEFAULT
+        };
+        for c in [&mut a, &mut b] {
+            c.transport = Profile::Sr(sr);
+            c.max_unacked_psns = c.max_unacked_psns.min(1023);
+        }
     }
     Some((a, b))
 }

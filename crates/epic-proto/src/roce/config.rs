@@ -4,9 +4,10 @@
 use core::fmt;
 use core::net::Ipv4Addr;
 
+use crate::cc::{self, RttConfig};
 use crate::psn::Psn;
 use crate::time::Duration;
-use crate::wire::{BthRepr, Dscp, Ecn, EthernetAddress, Qpn, VlanTag, RNR_TIMER_NS};
+use crate::wire::{BthRepr, Dscp, Ecn, EthernetAddress, Qpn, VlanTag, RNR_TIMER_NS, SACK_MAX_PSNS};
 
 /// Path MTU: payload bytes per packet, headers and ICRC excluded. The IB
 /// enum values 1..=5. [RC-010] [IBTA 1.4 §9.7.7]
@@ -125,6 +126,66 @@ impl PathConfig {
     }
 }
 
+/// How an RC QP recovers from loss: its transport profile. [SR-010]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Transport {
+    /// Linux rxe's go-back-N with the fixed local ACK timeout of [RC-040]:
+    /// the profile of §10, byte for byte. The default, and the only one a
+    /// verbs NIC speaks.
+    #[default]
+    Gbn,
+    /// Selective retransmission ([EPIC App. C], SPEC §17.5): the responder
+    /// keeps packets after a gap and answers with SACKs, the requester
+    /// resends only what is missing, and its timers come from measured
+    /// round trips. Only between two EPIC endpoints that both run it
+    /// ([WIRE-052]).
+    Sr(SrConfig),
+}
+
+impl Transport {
+    /// Selective retransmission with [`SrConfig::DEFAULT`].
+    pub const SR: Transport = Transport::Sr(SrConfig::DEFAULT);
+
+    /// The SR parameters, when the profile is SR.
+    pub const fn sr(&self) -> Option<&SrConfig> {
+        match self {
+            Transport::Gbn => None,
+            Transport::Sr(c) => Some(c),
+        }
+    }
+}
+
+/// The parameters of the SR profile. [SR-010]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct SrConfig {
+    /// PSNs the responder keeps after its expected PSN (1..=1024): the
+    /// receive window of [SR-001]. Its buffers take `window_psns` rounded
+    /// up to a power of two, times MTU + 1 bytes, allocated when the QP is
+    /// created. It should be at least the peer's `max_unacked_psns` + 1, so
+    /// that nothing the peer may have in flight falls beyond it. [SR-011]
+    pub window_psns: u32,
+    /// The requester's round-trip estimator: retransmission and probe
+    /// timeouts ([CC-001]…[CC-006]). [SR-016]
+    pub rtt: RttConfig,
+}
+
+impl SrConfig {
+    /// A 256-PSN window (twice rxe's 128 unacknowledged PSNs) and
+    /// [`RttConfig::DEFAULT`].
+    pub const DEFAULT: SrConfig = SrConfig {
+        window_psns: 256,
+        rtt: RttConfig::DEFAULT,
+    };
+}
+
+impl Default for SrConfig {
+    fn default() -> Self {
+        SrConfig::DEFAULT
+    }
+}
+
 /// Attributes of one RC queue pair. Field names follow `ibv_qp_attr` where
 /// one exists. [RC-001]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -172,6 +233,10 @@ pub struct QpConfig {
     /// Largest message accepted by `post_send`, in bytes (at most 2^31 and
     /// at most 2^22 packets).
     pub max_msg_bytes: u32,
+    /// Go-back-N (default) or selective retransmission. [SR-010]
+    /// Absent from a serialized configuration, it is go-back-N.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub transport: Transport,
 }
 
 impl QpConfig {
@@ -198,6 +263,7 @@ impl QpConfig {
             max_unacked_psns: 128,
             ack_req_every: 64,
             max_msg_bytes: 1 << 31,
+            transport: Transport::Gbn,
         }
     }
 
@@ -225,6 +291,23 @@ impl QpConfig {
             if value == 0 {
                 return Err(ConfigError::Zero { field });
             }
+        }
+        if let Transport::Sr(sr) = &self.transport {
+            // A SACK reports 1024 PSNs after its cumulative point, which
+            // may be U − 1: the whole window [U, U + max] must fit.
+            // [SR-010]
+            max(
+                "max_unacked_psns",
+                self.max_unacked_psns.into(),
+                u64::from(SACK_MAX_PSNS - 1),
+            )?;
+            max("window_psns", sr.window_psns.into(), SACK_MAX_PSNS.into())?;
+            if sr.window_psns == 0 {
+                return Err(ConfigError::Zero {
+                    field: "window_psns",
+                });
+            }
+            sr.rtt.validate().map_err(ConfigError::Rtt)?;
         }
         Ok(())
     }
@@ -284,6 +367,8 @@ pub enum ConfigError {
         /// Attribute name, as in [`QpConfig`].
         field: &'static str,
     },
+    /// The SR profile's round-trip estimator constants are inconsistent.
+    Rtt(cc::ConfigError),
 }
 
 impl fmt::Display for ConfigError {
@@ -296,6 +381,7 @@ impl fmt::Display for ConfigError {
                 )
             }
             ConfigError::Zero { field } => write!(f, "QP attribute {field} must not be zero"),
+            ConfigError::Rtt(e) => write!(f, "QP attribute transport: {e}"),
         }
     }
 }

@@ -78,6 +78,9 @@ drop_reasons! {
     UnknownSyndrome => "unknown_syndrome",
     /// A queued response overwritten by a newer one (the queue was full).
     ResponseCoalesced => "response_coalesced",
+    /// SR: a request too far ahead of the expected PSN for the receive
+    /// window: not kept (the state is acknowledged). [SR-012]
+    BeyondWindow => "beyond_window",
 }
 
 /// Per-QP counters. [RC-090]
@@ -110,6 +113,27 @@ pub struct Counters {
     pub sends_completed: u64,
     /// Messages delivered by the responder.
     pub messages_received: u64,
+    /// SR: requests kept in the receive window after a gap. [SR-012]
+    pub rx_kept: u64,
+    /// SR: of `rx_executed`, requests executed from the receive window
+    /// once the gap before them filled. [SR-013]
+    pub rx_window_executed: u64,
+    /// SR: SACKs sent (a gap was open when the acknowledgement left).
+    /// [SR-014]
+    pub tx_sacks: u64,
+    /// SR: SACKs received and acted on. [SR-015]
+    pub rx_sacks: u64,
+    /// SR: PSNs a SACK or sequence NAK reported missing, marked for a
+    /// selective resend. [SR-015]
+    pub selective_resends: u64,
+    /// SR: tail-loss probes (probe timer expiries that resent a packet).
+    /// [SR-017]
+    pub probes: u64,
+    /// SR: round-trip samples taken into the estimator. [SR-016]
+    pub rtt_samples: u64,
+    /// SR: round-trip samples skipped by Karn's rule (the newest packet
+    /// acknowledged had been resent). [SR-016]
+    pub rtt_ambiguous: u64,
     drops: DropCounts,
 }
 

@@ -11,6 +11,11 @@
 //!   checks, delivery into posted receives and registered regions, MSN,
 //!   RNR NAKs when no receive is posted.
 //! - PSN resync on a quiescent QP, for EPIC's Mode II alignment.
+//! - A second transport profile, selective retransmission
+//!   ([`Transport::Sr`], SPEC §17.5 `[SR-010]`…): a receive window that keeps
+//!   packets after a gap and answers with SACKs, selective resends, and
+//!   timers from measured round trips with a tail-loss probe. Go-back-N
+//!   ([`Transport::Gbn`]) stays the default and is unchanged.
 //!
 //! The normative text is `docs/SPEC.md` §10 ("RC transport profile"); items
 //! cite its IDs as `[RC-nnn]`. The module needs the `alloc` feature: queues
@@ -28,10 +33,14 @@ mod error;
 mod qp;
 mod requester;
 mod responder;
+mod sr_requester;
+mod sr_responder;
 mod timer;
 mod work;
 
-pub use config::{rnr_delay, rxe_udp_sport, ConfigError, Mtu, PathConfig, QpConfig};
+pub use config::{
+    rnr_delay, rxe_udp_sport, ConfigError, Mtu, PathConfig, QpConfig, SrConfig, Transport,
+};
 pub use counters::{Counters, DropReason};
 pub use error::{ApiError, PostError, ResyncError};
 pub use qp::{QpState, RcQp};
@@ -45,5 +54,7 @@ enum Queue {
     Recv,
 }
 
+#[cfg(test)]
+mod sr_tests;
 #[cfg(test)]
 mod tests;

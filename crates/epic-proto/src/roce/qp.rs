@@ -7,16 +7,18 @@ use super::counters::{Counters, DropReason};
 use super::error::{ApiError, PostError, ResyncError};
 use super::requester::{self, RequestPacket, Requester};
 use super::responder::{self, RecvWqe, Region, Responder, Response};
+use super::sr_responder::AckState;
 use super::timer::{Timer, Timers};
 use super::work::{Completion, Rkey, SendOp, WcOpcode, WcStatus, WrId};
 use super::Queue;
+use crate::cc::RttEstimator;
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{
     AethRepr, BthRepr, Ecn, Error, ErrorKind, EtherType, EthernetRepr, ExtHeaders, IpProtocol,
-    Ipv4Repr, Opcode, RoceFrame, RoceFrameRepr, Transport, UdpRepr, AETH_LEN, BTH_LEN,
-    ETHERNET_VLAN_HEADER_LEN, ICRC_LEN, IMMDT_LEN, IPV4_HEADER_LEN, RETH_LEN, ROCEV2_PORT,
-    UDP_HEADER_LEN,
+    Ipv4Repr, Opcode, RoceFrame, RoceFrameRepr, Syndrome, Transport as WireTransport, UdpRepr,
+    AETH_LEN, BTH_LEN, ETHERNET_VLAN_HEADER_LEN, ICRC_LEN, IMMDT_LEN, IPV4_HEADER_LEN, RETH_LEN,
+    ROCEV2_PORT, SACK_HEADER_LEN, SACK_MAX_WORDS, UDP_HEADER_LEN,
 };
 
 /// Whether the QP can still move data.
@@ -95,6 +97,12 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
     /// Counters and drop reasons.
     pub fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    /// The SR profile's round-trip estimator (SRTT, RTTVAR, the current
+    /// timeouts), or `None` under go-back-N. [SR-016]
+    pub fn rtt(&self) -> Option<&RttEstimator> {
+        self.req.sr.as_ref().map(|sr| sr.rtt())
     }
 
     /// The PSN the requester sends next.
@@ -283,7 +291,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             Some(DropReason::WrongQp)
         } else if (f.bth.pkey ^ self.cfg.pkey) & 0x7fff != 0 {
             Some(DropReason::BadPkey)
-        } else if f.bth.opcode.transport() != Transport::Rc {
+        } else if f.bth.opcode.transport() != WireTransport::Rc {
             Some(DropReason::NotRc)
         } else if self.state == QpState::Error {
             Some(DropReason::QpInError)
@@ -315,6 +323,26 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
                     self.enter_error(Some(status), None);
                 }
             }
+            Opcode::RcSack if self.req.sr.is_some() => {
+                let (Some(aeth), Some(sack)) = (f.ext.aeth, f.sack()) else {
+                    self.counters.drop(DropReason::Malformed);
+                    return;
+                };
+                let verdict = self.req.handle_sack(
+                    &self.cfg,
+                    now,
+                    &sack,
+                    aeth.syndrome,
+                    requester::Effects {
+                        counters: &mut self.counters,
+                        timers: &mut self.timers,
+                        cq: &mut self.cq,
+                    },
+                );
+                if let requester::Verdict::Fatal(status) = verdict {
+                    self.enter_error(Some(status), None);
+                }
+            }
             Opcode::RcAtomicAcknowledge
             | Opcode::RcRdmaReadResponseFirst
             | Opcode::RcRdmaReadResponseMiddle
@@ -322,7 +350,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             | Opcode::RcRdmaReadResponseOnly
             | Opcode::RcSack => {
                 // This QP never issues READs or atomics, and never asks
-                // for SACKs (it runs go-back-N). [RC-035] [WIRE-052]
+                // for SACKs unless it runs SR. [RC-035] [WIRE-052]
                 self.counters.drop(DropReason::UnexpectedResponse);
             }
             _ => {
@@ -365,6 +393,9 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             }
             return Ok(self.emit_response(&r, buf));
         }
+        if let Some(ack) = self.resp.sr.as_mut().and_then(|sr| sr.poll_ack()) {
+            return Ok(self.emit_ack_state(&ack, buf));
+        }
         if self.state == QpState::Error {
             return Ok(None);
         }
@@ -375,7 +406,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         if pkt.retransmit {
             self.counters.tx_retransmits += 1;
         }
-        self.req.on_sent(&self.cfg, now, &mut self.timers);
+        self.req.on_sent(&self.cfg, now, &pkt, &mut self.timers);
         Ok(self.emit_request(&pkt, buf))
     }
 
@@ -390,13 +421,15 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         for timer in self.timers.expire(now).into_iter().flatten() {
             match timer {
                 Timer::Retransmit => {
-                    if let requester::Verdict::Fatal(status) =
-                        self.req.handle_retransmit_timeout(&mut self.counters)
+                    if let requester::Verdict::Fatal(status) = self
+                        .req
+                        .handle_retransmit_timeout(&mut self.counters, &mut self.timers)
                     {
                         self.enter_error(Some(status), None);
                     }
                 }
                 Timer::RnrWait => self.req.handle_rnr_timeout(&mut self.counters),
+                Timer::Probe => self.req.handle_probe_timeout(&mut self.counters),
             }
         }
     }
@@ -453,6 +486,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         self.req.resync(send_psn);
         self.resp.resync(expected_psn);
         self.timers.stop(Timer::Retransmit);
+        self.timers.stop(Timer::Probe);
         Ok(())
     }
 
@@ -537,5 +571,33 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         };
         let repr = self.headers(Opcode::RcAcknowledge, r.psn, false, ext, 0);
         repr.emit(&[], buf).ok()
+    }
+
+    /// The SR responder's acknowledgement: a SACK while a gap is open,
+    /// else an ACK of the last PSN executed; either carries the MSN now.
+    /// [SR-014] [WIRE-052]
+    fn emit_ack_state(&mut self, ack: &AckState, buf: &mut [u8]) -> Option<usize> {
+        let ext = ExtHeaders {
+            aeth: Some(AethRepr {
+                syndrome: Syndrome::ACK,
+                msn: self.resp.msn(),
+            }),
+            ..ExtHeaders::default()
+        };
+        match ack {
+            AckState::Ack(psn) => {
+                self.counters.tx_acks += 1;
+                let repr = self.headers(Opcode::RcAcknowledge, *psn, false, ext, 0);
+                repr.emit(&[], buf).ok()
+            }
+            AckState::Sack(sack) => {
+                self.counters.tx_sacks += 1;
+                let mut body = [0u8; SACK_HEADER_LEN + 4 * SACK_MAX_WORDS];
+                let len = sack.emit(&mut body).ok()?;
+                let body = body.get(..len)?;
+                let repr = self.headers(Opcode::RcSack, sack.cumulative(), false, ext, len);
+                repr.emit(body, buf).ok()
+            }
+        }
     }
 }

@@ -9,6 +9,7 @@ use core::ops::Range;
 
 use super::config::{rnr_delay, QpConfig};
 use super::counters::{Counters, DropReason};
+use super::sr_requester::SrSender;
 use super::timer::{Timer, Timers};
 use super::work::{SendOp, WcStatus, WrId};
 use super::Queue;
@@ -91,13 +92,16 @@ pub(crate) struct Requester<B> {
     sent_psn: Psn,
     /// Packets sent since the last one with AckReq.
     noack_pkts: u32,
-    retry_left: u8,
+    pub(super) retry_left: u8,
     rnr_left: u8,
     /// A NAK-triggered retry is under way: further NAKs are ignored until
     /// progress or a timeout (rxe `comp.started_retry`). [RC-033]
     started_retry: bool,
     /// Sending is paused until the RNR timer fires. [RC-046]
     pub(crate) rnr_wait: bool,
+    /// The selective-retransmission state; `None` under go-back-N.
+    /// [SR-010]
+    pub(super) sr: Option<SrSender>,
 }
 
 impl<B: AsRef<[u8]>> Requester<B> {
@@ -116,6 +120,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
             rnr_left: cfg.rnr_retry,
             started_retry: false,
             rnr_wait: false,
+            sr: cfg.transport.sr().map(|c| SrSender::new(cfg, c)),
         }
     }
 
@@ -144,6 +149,16 @@ impl<B: AsRef<[u8]>> Requester<B> {
     /// The oldest PSN not yet acknowledged.
     pub(crate) fn unacked_psn(&self) -> Psn {
         self.comp_psn
+    }
+
+    /// U, the oldest PSN not yet acknowledged.
+    pub(super) fn comp_psn(&self) -> Psn {
+        self.comp_psn
+    }
+
+    /// S, one past the highest PSN ever sent.
+    pub(super) fn sent_psn(&self) -> Psn {
+        self.sent_psn
     }
 
     /// Requests posted and not complete.
@@ -193,7 +208,16 @@ impl<B: AsRef<[u8]>> Requester<B> {
     /// Builds the next packet to send and advances past it, or returns
     /// `None` when nothing may be sent now. [RC-020] [RC-021] [RC-022]
     pub(crate) fn next_packet(&mut self, cfg: &QpConfig) -> Option<RequestPacket> {
-        if self.rnr_wait || self.psn.distance_from(self.comp_psn) > cfg.max_unacked_psns {
+        if self.rnr_wait {
+            return None;
+        }
+        // SR: what is known missing goes before new data. [SR-015]
+        if self.sr.is_some() {
+            if let Some(pkt) = self.next_resend(cfg) {
+                return Some(pkt);
+            }
+        }
+        if self.psn.distance_from(self.comp_psn) > cfg.max_unacked_psns {
             return None;
         }
         let wqe_index = self.cursor;
@@ -209,28 +233,12 @@ impl<B: AsRef<[u8]>> Requester<B> {
         };
         let pkt = self.cursor_pkt;
         let psn = first_psn.add(pkt);
-        let first = pkt == 0;
-        let last = pkt.saturating_add(1) >= w.npkts;
-        let mtu = cfg.mtu.bytes();
-        let start = pkt.saturating_mul(mtu).min(w.len);
-        let end = start.saturating_add(mtu).min(w.len);
-        let opcode = request_opcode(&w.op, first, last);
-        let ext = ExtHeaders {
-            reth: match (first, w.op.remote()) {
-                (true, Some(r)) => Some(RethRepr {
-                    va: r.va,
-                    rkey: r.rkey.0,
-                    dma_len: w.len,
-                }),
-                _ => None,
-            },
-            immdt: if last {
-                w.op.imm().map(ImmDtRepr)
-            } else {
-                None
-            },
-            ..ExtHeaders::default()
-        };
+        let Shape {
+            opcode,
+            ext,
+            payload,
+            last,
+        } = shape(cfg, w, pkt);
         // rxe: `noack_pkts++ > RXE_MAX_PKT_PER_ACK`, and always on the last
         // packet of a message. [RC-021]
         let n = self.noack_pkts;
@@ -261,8 +269,38 @@ impl<B: AsRef<[u8]>> Requester<B> {
             ack_req,
             ext,
             wqe: wqe_index,
-            payload: start as usize..end as usize,
+            payload,
             retransmit,
+        })
+    }
+
+    /// The packet that carries `psn`, already sent once, rebuilt for a
+    /// resend (AckReq set): its request's index and its shape.
+    pub(super) fn rebuild(&self, cfg: &QpConfig, psn: Psn) -> Option<RequestPacket> {
+        let (wqe, w, pkt) = self
+            .sq
+            .iter()
+            .enumerate()
+            .skip(self.done)
+            .find_map(|(i, w)| {
+                let f = w.first_psn?;
+                let k = psn.distance_from(f);
+                (k < w.npkts).then_some((i, w, k))
+            })?;
+        let Shape {
+            opcode,
+            ext,
+            payload,
+            ..
+        } = shape(cfg, w, pkt);
+        Some(RequestPacket {
+            opcode,
+            psn,
+            ack_req: true,
+            ext,
+            wqe,
+            payload,
+            retransmit: true,
         })
     }
 
@@ -280,6 +318,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
             timers,
             cq,
         } = out;
+        let unacked = self.comp_psn;
         // Only PSNs in [comp_psn, sent_psn) can be answered. [RC-031]
         if psn.distance_from(self.comp_psn) >= self.sent_psn.distance_from(self.comp_psn) {
             let reason = if psn.is_before(self.comp_psn) {
@@ -304,7 +343,13 @@ impl<B: AsRef<[u8]>> Requester<B> {
                 // NAK that completes one is acted on. [RC-033]
                 self.complete_through(cfg, psn, Through::Exclusive, counters, cq);
                 self.advance_comp(psn);
-                if self.started_retry {
+                if self.sr.is_some() {
+                    // SR: resend the PSN the NAK names, nothing else.
+                    // [SR-015]
+                    counters.rx_seq_naks += 1;
+                    self.mark_lost(psn, counters);
+                    Verdict::Continue
+                } else if self.started_retry {
                     counters.drop(DropReason::RetryInProgress);
                     Verdict::Continue
                 } else {
@@ -325,7 +370,14 @@ impl<B: AsRef<[u8]>> Requester<B> {
                 }
                 self.rnr_wait = true;
                 timers.stop(Timer::Retransmit);
+                timers.stop(Timer::Probe);
                 timers.set(Timer::RnrWait, now + rnr_delay(timer));
+                if self.sr.is_some() {
+                    self.acknowledged(unacked, now, counters);
+                    // The responder may have refused a request it had
+                    // kept and reported: it is missing again. [SR-013]
+                    self.refused(psn);
+                }
                 return Verdict::Continue;
             }
             Syndrome::Nak(
@@ -347,16 +399,28 @@ impl<B: AsRef<[u8]>> Requester<B> {
                 return Verdict::Continue;
             }
         };
-        self.rearm(cfg, now, timers);
+        if self.sr.is_some() {
+            let progress = self.acknowledged(unacked, now, counters);
+            self.rearm_sr(now, progress, timers);
+        } else {
+            self.rearm(cfg, now, timers);
+        }
         verdict
     }
 
     /// The local ACK timeout fired. [RC-040] [RC-041]
-    pub(crate) fn handle_retransmit_timeout(&mut self, counters: &mut Counters) -> Verdict {
+    pub(crate) fn handle_retransmit_timeout(
+        &mut self,
+        counters: &mut Counters,
+        timers: &mut Timers,
+    ) -> Verdict {
         if !self.psns_outstanding() || self.rnr_wait {
             return Verdict::Continue;
         }
         counters.timeouts += 1;
+        if self.sr.is_some() {
+            return self.retransmit_timeout_sr(timers);
+        }
         self.retry(counters)
     }
 
@@ -364,11 +428,28 @@ impl<B: AsRef<[u8]>> Requester<B> {
     /// [RC-046]
     pub(crate) fn handle_rnr_timeout(&mut self, counters: &mut Counters) {
         self.rnr_wait = false;
+        if self.sr.is_some() {
+            // SR: the responder kept what followed; resend the refused
+            // PSN only. [SR-018]
+            self.resend_unacked();
+            return;
+        }
         self.go_back_n(counters);
     }
 
     /// Arms the retry timer after a send, if it is not running. [RC-040]
-    pub(crate) fn on_sent(&self, cfg: &QpConfig, now: Instant, timers: &mut Timers) {
+    /// Under SR, also records the send and arms the probe. [SR-016]
+    pub(crate) fn on_sent(
+        &mut self,
+        cfg: &QpConfig,
+        now: Instant,
+        pkt: &RequestPacket,
+        timers: &mut Timers,
+    ) {
+        if self.sr.is_some() {
+            self.on_sent_sr(now, pkt, timers);
+            return;
+        }
         if let (None, Some(rto)) = (timers.get(Timer::Retransmit), cfg.ack_timeout()) {
             timers.set(Timer::Retransmit, now + rto);
         }
@@ -389,6 +470,9 @@ impl<B: AsRef<[u8]>> Requester<B> {
 
     /// Moves every PSN of the requester to `psn` on a quiescent QP. [RC-080]
     pub(crate) fn resync(&mut self, psn: Psn) {
+        if let Some(sr) = &mut self.sr {
+            sr.forget_all();
+        }
         self.psn = psn;
         self.comp_psn = psn;
         self.assigned_psn = psn;
@@ -413,7 +497,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
         Verdict::Continue
     }
 
-    fn reset_retries(&mut self, cfg: &QpConfig) {
+    pub(super) fn reset_retries(&mut self, cfg: &QpConfig) {
         self.retry_left = cfg.retry_cnt;
         self.rnr_left = cfg.rnr_retry;
         self.started_retry = false;
@@ -438,7 +522,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
 
     /// Completes, in order, every request whose last PSN the response
     /// covers. [RC-030]
-    fn complete_through(
+    pub(super) fn complete_through(
         &mut self,
         cfg: &QpConfig,
         psn: Psn,
@@ -472,7 +556,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
 
     /// `comp_psn = max(comp_psn, psn)`; the send position never falls
     /// behind it. [RC-030]
-    fn advance_comp(&mut self, psn: Psn) {
+    pub(super) fn advance_comp(&mut self, psn: Psn) {
         if psn.is_after(self.comp_psn) {
             self.comp_psn = psn;
         }
@@ -506,11 +590,49 @@ impl<B: AsRef<[u8]>> Requester<B> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Through {
+pub(super) enum Through {
     /// An ACK of PSN p acknowledges p.
     Inclusive,
     /// A NAK of PSN p acknowledges everything before p.
     Exclusive,
+}
+
+/// What packet `pkt` of request `w` carries. [RC-020]
+struct Shape {
+    opcode: Opcode,
+    ext: ExtHeaders,
+    payload: Range<usize>,
+    last: bool,
+}
+
+fn shape<B>(cfg: &QpConfig, w: &SendWqe<B>, pkt: u32) -> Shape {
+    let first = pkt == 0;
+    let last = pkt.saturating_add(1) >= w.npkts;
+    let mtu = cfg.mtu.bytes();
+    let start = pkt.saturating_mul(mtu).min(w.len);
+    let end = start.saturating_add(mtu).min(w.len);
+    let ext = ExtHeaders {
+        reth: match (first, w.op.remote()) {
+            (true, Some(r)) => Some(RethRepr {
+                va: r.va,
+                rkey: r.rkey.0,
+                dma_len: w.len,
+            }),
+            _ => None,
+        },
+        immdt: if last {
+            w.op.imm().map(ImmDtRepr)
+        } else {
+            None
+        },
+        ..ExtHeaders::default()
+    };
+    Shape {
+        opcode: request_opcode(&w.op, first, last),
+        ext,
+        payload: start as usize..end as usize,
+        last,
+    }
 }
 
 /// The opcode of a request packet by operation and position. [RC-020]

@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 
 use super::config::QpConfig;
 use super::counters::{Counters, DropReason};
+use super::sr_responder::SrReceiver;
 use super::work::{Rkey, WcOpcode, WcStatus, WrId};
 use super::Queue;
 use crate::psn::Psn;
@@ -133,6 +134,23 @@ pub(crate) enum Verdict {
     Fatal(Option<WcStatus>),
 }
 
+/// What became of an in-order request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Exec {
+    /// Executed; the request asked for an ACK.
+    Done { ack_req: bool },
+    /// Not executed: an RNR NAK (`Continue`) or a fatal NAK was queued.
+    Refused(Verdict),
+}
+
+/// The fields of a request's BTH the responder acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct Request {
+    pub(super) psn: Psn,
+    pub(super) opcode: Opcode,
+    pub(super) ack_req: bool,
+}
+
 /// Responder state. [RC-050]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Responder<R> {
@@ -148,6 +166,9 @@ pub(crate) struct Responder<R> {
     sent_psn_nak: bool,
     in_message: Option<InMessage>,
     pub(crate) responses: VecDeque<Response>,
+    /// The receive window of the SR profile; `None` under go-back-N.
+    /// [SR-011]
+    pub(super) sr: Option<SrReceiver>,
 }
 
 impl<R: AsMut<[u8]>> Responder<R> {
@@ -161,6 +182,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
             sent_psn_nak: false,
             in_message: None,
             responses: VecDeque::with_capacity(usize::from(cfg.response_depth)),
+            sr: cfg.transport.sr().map(|c| SrReceiver::new(cfg, c)),
         }
     }
 
@@ -196,6 +218,11 @@ impl<R: AsMut<[u8]>> Responder<R> {
         counters: &mut Counters,
         cq: &mut VecDeque<Queue>,
     ) -> Verdict {
+        if let Some(mut sr) = self.sr.take() {
+            let verdict = self.handle_request_sr(&mut sr, cfg, bth, ext, payload, counters, cq);
+            self.sr = Some(sr);
+            return verdict;
+        }
         let psn = bth.psn;
         if psn == self.epsn {
             // The gap, if any, is filled. [RC-052]
@@ -218,9 +245,39 @@ impl<R: AsMut<[u8]>> Responder<R> {
             }
             return Verdict::Continue;
         }
+        let request = Request {
+            psn,
+            opcode: bth.opcode,
+            ack_req: bth.ack_req,
+        };
+        match self.execute(cfg, request, ext, payload, counters, cq) {
+            // ACK only on request: responses are cumulative. [RC-058]
+            Exec::Done { ack_req: true } => {
+                self.respond(cfg, Syndrome::ACK, psn, counters);
+                Verdict::Continue
+            }
+            Exec::Done { ack_req: false } => Verdict::Continue,
+            Exec::Refused(verdict) => verdict,
+        }
+    }
+
+    /// Executes the in-order request `r` (its PSN is E): the opcode,
+    /// sequence, receive, length and placement checks, then delivery.
+    /// [RC-053]…[RC-069]
+    pub(super) fn execute(
+        &mut self,
+        cfg: &QpConfig,
+        r: Request,
+        ext: &ExtHeaders,
+        payload: &[u8],
+        counters: &mut Counters,
+        cq: &mut VecDeque<Queue>,
+    ) -> Exec {
+        let psn = r.psn;
+        let refuse = Exec::Refused;
         // READ, atomics and invalidate are not served. [RC-069]
-        let Some((class, pos, imm)) = classify(bth.opcode) else {
-            return self.fatal(cfg, psn, DropReason::UnsupportedOpcode, false, counters);
+        let Some((class, pos, imm)) = classify(r.opcode) else {
+            return refuse(self.fatal(cfg, psn, DropReason::UnsupportedOpcode, false, counters));
         };
         // FIRST → MIDDLE* → LAST. [RC-053]
         let sequence_ok = match (self.in_message, pos) {
@@ -234,7 +291,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
             _ => false,
         };
         if !sequence_ok {
-            return self.fatal(cfg, psn, DropReason::OpcodeSequence, false, counters);
+            return refuse(self.fatal(cfg, psn, DropReason::OpcodeSequence, false, counters));
         }
         // A SEND or an immediate needs a posted receive. [RC-060]
         let needs_recv = class == Class::Send || imm;
@@ -244,7 +301,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
             };
             self.respond(cfg, syndrome, psn, counters);
             counters.drop(DropReason::ReceiverNotReady);
-            return Verdict::Continue;
+            return refuse(Verdict::Continue);
         }
         // Payload length by position. [RC-054]
         let mtu = cfg.mtu.bytes() as usize;
@@ -254,7 +311,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
             Position::Only => payload.len() <= mtu,
         };
         if !len_ok {
-            return self.fatal(cfg, psn, DropReason::LengthError, needs_recv, counters);
+            return refuse(self.fatal(cfg, psn, DropReason::LengthError, needs_recv, counters));
         }
         let next = match class {
             Class::Send => self.place_send(pos, payload),
@@ -262,7 +319,9 @@ impl<R: AsMut<[u8]>> Responder<R> {
         };
         let next = match next {
             Ok(next) => next,
-            Err(Refusal(reason)) => return self.fatal(cfg, psn, reason, needs_recv, counters),
+            Err(Refusal(reason)) => {
+                return refuse(self.fatal(cfg, psn, reason, needs_recv, counters))
+            }
         };
         // Execute. [RC-055] [RC-056]
         self.epsn = psn.next();
@@ -286,11 +345,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
         } else {
             self.in_message = next;
         }
-        // ACK only on request: responses are cumulative. [RC-058]
-        if bth.ack_req {
-            self.respond(cfg, Syndrome::ACK, psn, counters);
-        }
-        Verdict::Continue
+        Exec::Done { ack_req: r.ack_req }
     }
 
     /// Copies SEND payload into the head receive; returns the new message
@@ -454,7 +509,13 @@ impl<R: AsMut<[u8]>> Responder<R> {
     /// cumulative, a NAK for E also acknowledges everything before E, and an
     /// RNR NAK for E must not turn into an immediate go-back that would
     /// spend `retry_cnt` instead of `rnr_retry`. [RC-057]
-    fn respond(&mut self, cfg: &QpConfig, syndrome: Syndrome, psn: Psn, counters: &mut Counters) {
+    pub(super) fn respond(
+        &mut self,
+        cfg: &QpConfig,
+        syndrome: Syndrome,
+        psn: Psn,
+        counters: &mut Counters,
+    ) {
         let r = Response {
             syndrome,
             psn,
@@ -486,12 +547,18 @@ impl<R: AsMut<[u8]>> Responder<R> {
         }
         self.done = self.rq.len();
         self.in_message = None;
+        if let Some(sr) = &mut self.sr {
+            sr.forget(self.epsn);
+        }
     }
 
     /// Moves the expected PSN on a quiescent QP. [RC-080]
     pub(crate) fn resync(&mut self, psn: Psn) {
         self.epsn = psn;
         self.sent_psn_nak = false;
+        if let Some(sr) = &mut self.sr {
+            sr.forget(psn);
+        }
     }
 }
 

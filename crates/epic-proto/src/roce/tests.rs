@@ -11,13 +11,13 @@ use crate::time::{Duration, Instant};
 use crate::wire::{EthernetAddress, NakCode, Opcode, Qpn, RoceFrame, Syndrome};
 use core::net::Ipv4Addr;
 
-type Qp = RcQp<Vec<u8>, Vec<u8>>;
+pub(super) type Qp = RcQp<Vec<u8>, Vec<u8>>;
 
-fn qpn(v: u32) -> Qpn {
+pub(super) fn qpn(v: u32) -> Qpn {
     Qpn::try_new(v).unwrap()
 }
 
-fn configs() -> (QpConfig, QpConfig) {
+pub(super) fn configs() -> (QpConfig, QpConfig) {
     let (ma, mb) = (
         EthernetAddress([2, 0, 0, 0, 0, 0xa]),
         EthernetAddress([2, 0, 0, 0, 0, 0xb]),
@@ -36,16 +36,16 @@ fn configs() -> (QpConfig, QpConfig) {
 
 /// A frame on the wire, decoded enough for assertions.
 #[derive(Debug, Clone)]
-struct Sent {
-    bytes: Vec<u8>,
-    opcode: Opcode,
-    psn: u32,
-    ack_req: bool,
-    syndrome: Option<Syndrome>,
-    payload_len: usize,
+pub(super) struct Sent {
+    pub(super) bytes: Vec<u8>,
+    pub(super) opcode: Opcode,
+    pub(super) psn: u32,
+    pub(super) ack_req: bool,
+    pub(super) syndrome: Option<Syndrome>,
+    pub(super) payload_len: usize,
 }
 
-fn decode(bytes: &[u8]) -> Sent {
+pub(super) fn decode(bytes: &[u8]) -> Sent {
     let f = RoceFrame::parse_verified_transport(bytes).expect("QP emitted a bad frame");
     Sent {
         bytes: bytes.to_vec(),
@@ -57,19 +57,19 @@ fn decode(bytes: &[u8]) -> Sent {
     }
 }
 
-struct Pair {
-    a: Qp,
-    b: Qp,
-    now: Instant,
+pub(super) struct Pair {
+    pub(super) a: Qp,
+    pub(super) b: Qp,
+    pub(super) now: Instant,
 }
 
 impl Pair {
-    fn new() -> Pair {
+    pub(super) fn new() -> Pair {
         let (a, b) = configs();
         Pair::with(a, b)
     }
 
-    fn with(a: QpConfig, b: QpConfig) -> Pair {
+    pub(super) fn with(a: QpConfig, b: QpConfig) -> Pair {
         Pair {
             a: Qp::new(a).unwrap(),
             b: Qp::new(b).unwrap(),
@@ -78,7 +78,7 @@ impl Pair {
     }
 
     /// Every frame `qp` wants to send now.
-    fn drain(qp: &mut Qp, now: Instant) -> Vec<Sent> {
+    pub(super) fn drain(qp: &mut Qp, now: Instant) -> Vec<Sent> {
         let mut buf = vec![0u8; qp.max_frame_len()];
         let mut out = Vec::new();
         while let Some(n) = qp.poll_transmit(now, &mut buf).unwrap() {
@@ -87,21 +87,21 @@ impl Pair {
         out
     }
 
-    fn a_to_b(&mut self) -> Vec<Sent> {
+    pub(super) fn a_to_b(&mut self) -> Vec<Sent> {
         Pair::drain(&mut self.a, self.now)
     }
 
-    fn b_to_a(&mut self) -> Vec<Sent> {
+    pub(super) fn b_to_a(&mut self) -> Vec<Sent> {
         Pair::drain(&mut self.b, self.now)
     }
 
-    fn deliver_to_b(&mut self, frames: &[Sent]) {
+    pub(super) fn deliver_to_b(&mut self, frames: &[Sent]) {
         for f in frames {
             self.b.handle_frame(self.now, &f.bytes);
         }
     }
 
-    fn deliver_to_a(&mut self, frames: &[Sent]) {
+    pub(super) fn deliver_to_a(&mut self, frames: &[Sent]) {
         for f in frames {
             self.a.handle_frame(self.now, &f.bytes);
         }
@@ -109,7 +109,7 @@ impl Pair {
 
     /// Exchanges frames without loss until both sides are quiet; returns
     /// how many rounds it took.
-    fn settle(&mut self) -> usize {
+    pub(super) fn settle(&mut self) -> usize {
         for round in 0..10_000 {
             let ab = self.a_to_b();
             self.deliver_to_b(&ab);
@@ -123,7 +123,7 @@ impl Pair {
     }
 
     /// Advances time to the earliest timer of either QP and runs it.
-    fn fire_next_timer(&mut self) -> bool {
+    pub(super) fn fire_next_timer(&mut self) -> bool {
         let next = [self.a.poll_timeout(), self.b.poll_timeout()]
             .into_iter()
             .flatten()
@@ -140,11 +140,11 @@ impl Pair {
     }
 }
 
-fn completions(qp: &mut Qp) -> Vec<Completion<Vec<u8>, Vec<u8>>> {
+pub(super) fn completions(qp: &mut Qp) -> Vec<Completion<Vec<u8>, Vec<u8>>> {
     core::iter::from_fn(|| qp.poll_completion()).collect()
 }
 
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
+pub(super) fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
         .collect()

@@ -11,6 +11,8 @@ pub(crate) enum Timer {
     Retransmit = 0,
     /// The wait an RNR NAK asked for. [RC-046]
     RnrWait = 1,
+    /// SR: the tail-loss probe. Never armed under go-back-N. [SR-017]
+    Probe = 2,
 }
 
 impl TimerKind for Timer {
@@ -22,7 +24,7 @@ impl TimerKind for Timer {
 }
 
 /// Every timer, in table order.
-const ALL: [Timer; 2] = [Timer::Retransmit, Timer::RnrWait];
+const ALL: [Timer; 3] = [Timer::Retransmit, Timer::RnrWait, Timer::Probe];
 
 /// Deadlines of every [`Timer`]; `None` is disarmed.
-pub(crate) type Timers = crate::timers::Timers<Timer, 2>;
+pub(crate) type Timers = crate::timers::Timers<Timer, 3>;

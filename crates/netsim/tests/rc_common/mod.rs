@@ -7,7 +7,8 @@ use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use epic_proto::roce::{
-    Completion, Mtu, PathConfig, QpConfig, RcQp, RemoteAddr, Rkey, SendOp, WcOpcode, WcStatus, WrId,
+    Completion, Mtu, PathConfig, QpConfig, RcQp, RemoteAddr, Rkey, SendOp, Transport, WcOpcode,
+    WcStatus, WrId,
 };
 use epic_proto::time::{Duration, Instant};
 use epic_proto::wire::{EthernetAddress, Qpn};
@@ -145,8 +146,18 @@ pub fn region_len(plan: &[MsgSpec]) -> usize {
     plan.iter().filter(|m| m.is_write()).map(|m| m.len).sum()
 }
 
-/// Two QP configurations facing each other.
+/// Two go-back-N QP configurations facing each other.
 pub fn qp_pair(mtu: Mtu, a_psn: Psn, b_psn: Psn) -> (QpConfig, QpConfig) {
+    qp_pair_with(mtu, a_psn, b_psn, Transport::Gbn)
+}
+
+/// Two QP configurations facing each other, both on `transport`.
+pub fn qp_pair_with(
+    mtu: Mtu,
+    a_psn: Psn,
+    b_psn: Psn,
+    transport: Transport,
+) -> (QpConfig, QpConfig) {
     let (ma, mb) = (
         EthernetAddress([2, 0, 0, 0, 0, 0xa]),
         EthernetAddress([2, 0, 0, 0, 0, 0xb]),
@@ -160,6 +171,7 @@ pub fn qp_pair(mtu: Mtu, a_psn: Psn, b_psn: Psn) -> (QpConfig, QpConfig) {
         c.timeout = 8; // 1.05 ms
         c.sq_depth = 16;
         c.rq_depth = 16;
+        c.transport = transport;
     }
     a.sq_psn = a_psn;
     b.rq_psn = a_psn;

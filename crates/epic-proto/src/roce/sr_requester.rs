@@ -1,0 +1,431 @@
+//! The requester half of the SR profile: a record of every PSN in flight,
+//! SACK-driven selective resends, round-trip measurement with Karn's rule,
+//! the retransmission timer from the estimator and the tail-loss probe.
+//! `docs/SPEC.md` §17.5 lists each rule. [SR-010]…[SR-019]
+//!
+//! # Which PSN is lost
+//! A SACK reports what arrived; a PSN it does not report may still be in
+//! flight. The requester counts a hole ([SR-004]) as lost only when a
+//! packet it sent *after* that PSN's last transmission is known to have
+//! arrived (RACK's rule, RFC 8985 §6.2, with sends ordered by a counter
+//! rather than by time, so frames sent within one nanosecond are still
+//! ordered). A resent PSN is therefore not resent again by every later
+//! SACK that merely repeats the hole: only by one that reports a packet
+//! sent after the resend, which proves the resend lost too.
+//!
+//! # Timeouts
+//! The retransmission timer is armed at `rto_deadline` on the first send
+//! with nothing armed and re-armed on every acknowledgement that makes
+//! progress; its expiry backs the estimator off ([CC-004]) and resends the
+//! oldest unacknowledged PSN only. The probe timer is armed at
+//! `pto_deadline` after every new packet and on progress; its expiry
+//! resends the newest PSN not known to have arrived ([CC-006]).
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::config::{QpConfig, SrConfig};
+use super::counters::{Counters, DropReason};
+use super::requester::{Effects, RequestPacket, Requester, Through, Verdict};
+use super::timer::{Timer, Timers};
+use super::work::WcStatus;
+use crate::cc::{RttEstimator, SampleKind};
+use crate::psn::Psn;
+use crate::sack::Resend;
+use crate::time::Instant;
+use crate::wire::{SackRepr, Syndrome};
+
+/// rxe's "7 means retry forever". [RC-041]
+const INFINITE_RETRY: u8 = 7;
+
+/// What the requester knows about one PSN in flight. [SR-015]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Sent {
+    /// Order of the last transmission (1, 2, …; 0 never sent).
+    seq: u64,
+    /// When it was last transmitted.
+    at: Instant,
+    /// Transmitted more than once (Karn's rule). [SR-016]
+    resent: bool,
+    /// A SACK reported it received.
+    sacked: bool,
+    /// Waiting to be resent.
+    lost: bool,
+}
+
+impl Sent {
+    const EMPTY: Sent = Sent {
+        seq: 0,
+        at: Instant::ZERO,
+        resent: false,
+        sacked: false,
+        lost: false,
+    };
+}
+
+/// The SR state of a requester. [SR-015]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct SrSender {
+    rtt: RttEstimator,
+    /// One record per PSN, at `psn & mask`: a power of two above the
+    /// largest number of PSNs in flight (`max_unacked_psns` + 1).
+    sent: Vec<Sent>,
+    mask: u32,
+    /// Transmissions so far.
+    tx_seq: u64,
+    /// The latest transmission known to have arrived (RACK).
+    rack_seq: u64,
+    /// Records with `lost` set.
+    lost: u32,
+}
+
+impl SrSender {
+    pub(super) fn new(cfg: &QpConfig, sr: &SrConfig) -> SrSender {
+        // `validate` keeps max_unacked_psns below 1024.
+        let slots = cfg.max_unacked_psns.saturating_add(1).next_power_of_two();
+        SrSender {
+            // `validate` checked the estimator's configuration.
+            rtt: RttEstimator::try_new(sr.rtt).unwrap_or_default(),
+            sent: vec![Sent::EMPTY; slots as usize],
+            mask: slots - 1,
+            tx_seq: 0,
+            rack_seq: 0,
+            lost: 0,
+        }
+    }
+
+    /// The round-trip estimator.
+    pub(super) fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    fn record(&self, psn: Psn) -> Option<&Sent> {
+        self.sent.get((psn.value() & self.mask) as usize)
+    }
+
+    fn record_mut(&mut self, psn: Psn) -> Option<&mut Sent> {
+        self.sent.get_mut((psn.value() & self.mask) as usize)
+    }
+
+    /// Marks `psn` for a resend unless it is marked already or known
+    /// received; returns whether it was marked now.
+    fn set_lost(&mut self, psn: Psn) -> bool {
+        let Some(r) = self.record_mut(psn) else {
+            return false;
+        };
+        if r.lost || r.sacked {
+            return false;
+        }
+        r.lost = true;
+        self.lost += 1;
+        true
+    }
+
+    /// Marks `psn` for a resend whatever a SACK said of it: U after a
+    /// timeout or an RNR wait, which the responder certainly lacks (it
+    /// would have moved U otherwise; a SACK that reported it, reordered
+    /// behind an RNR NAK, is out of date).
+    fn force_lost(&mut self, psn: Psn) {
+        if let Some(r) = self.record_mut(psn) {
+            r.sacked = false;
+        }
+        self.set_lost(psn);
+    }
+
+    fn clear_lost(&mut self, psn: Psn) {
+        if let Some(r) = self.record_mut(psn) {
+            if r.lost {
+                r.lost = false;
+                self.lost = self.lost.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Takes the round-trip sample of the latest transmission among the
+    /// newly acknowledged ones, ambiguous if that PSN was ever resent.
+    /// [SR-016] [CC-003]
+    fn sample(&mut self, newest: Option<Sent>, now: Instant, counters: &mut Counters) {
+        let Some(r) = newest else { return };
+        self.rack_seq = self.rack_seq.max(r.seq);
+        let kind = if r.resent {
+            counters.rtt_ambiguous += 1;
+            SampleKind::Ambiguous
+        } else {
+            counters.rtt_samples += 1;
+            SampleKind::Clean
+        };
+        self.rtt.on_sample(now.saturating_since(r.at), kind);
+    }
+
+    /// Forgets every PSN in flight (a resync of a quiescent QP).
+    pub(super) fn forget_all(&mut self) {
+        self.sent.fill(Sent::EMPTY);
+        self.lost = 0;
+    }
+}
+
+fn later(a: Option<Sent>, b: Sent) -> Option<Sent> {
+    match a {
+        Some(a) if a.seq >= b.seq => Some(a),
+        _ => Some(b),
+    }
+}
+
+impl<B: AsRef<[u8]>> Requester<B> {
+    /// The first PSN marked lost, rebuilt for its resend. [SR-015]
+    pub(super) fn next_resend(&mut self, cfg: &QpConfig) -> Option<RequestPacket> {
+        let in_flight = self.sent_psn().distance_from(self.comp_psn());
+        let first = self.comp_psn();
+        let sr = self.sr.as_mut()?;
+        if sr.lost == 0 {
+            return None;
+        }
+        let found = (0..in_flight)
+            .map(|i| first.add(i))
+            .find(|p| sr.record(*p).is_some_and(|r| r.lost));
+        let Some(psn) = found else {
+            // Marks below U were cleared as U passed them; nothing is due.
+            sr.lost = 0;
+            return None;
+        };
+        sr.clear_lost(psn);
+        self.rebuild(cfg, psn)
+    }
+
+    /// Records a transmission and arms the timers: the retransmission
+    /// timer if none is armed, the probe after every new packet. [SR-016]
+    /// [SR-017]
+    pub(super) fn on_sent_sr(&mut self, now: Instant, pkt: &RequestPacket, timers: &mut Timers) {
+        let Some(sr) = self.sr.as_mut() else { return };
+        sr.tx_seq += 1;
+        let seq = sr.tx_seq;
+        if let Some(r) = sr.record_mut(pkt.psn) {
+            *r = if pkt.retransmit {
+                Sent {
+                    seq,
+                    at: now,
+                    resent: true,
+                    ..*r
+                }
+            } else {
+                Sent {
+                    seq,
+                    at: now,
+                    ..Sent::EMPTY
+                }
+            };
+        }
+        if timers.get(Timer::Retransmit).is_none() {
+            timers.set(Timer::Retransmit, sr.rtt.rto_deadline(now));
+        }
+        if !pkt.retransmit {
+            timers.set(Timer::Probe, sr.rtt.pto_deadline(now));
+        }
+    }
+
+    /// Marks `psn` for a resend because a NAK named it. [SR-015]
+    pub(super) fn mark_lost(&mut self, psn: Psn, counters: &mut Counters) {
+        if !self.in_flight(psn) {
+            return;
+        }
+        if let Some(sr) = self.sr.as_mut() {
+            if sr.set_lost(psn) {
+                counters.selective_resends += 1;
+            }
+        }
+    }
+
+    /// The responder refused `psn` (an RNR NAK): whatever a SACK said, it
+    /// does not hold it. [SR-013]
+    pub(super) fn refused(&mut self, psn: Psn) {
+        if let Some(r) = self.sr.as_mut().and_then(|sr| sr.record_mut(psn)) {
+            r.sacked = false;
+        }
+    }
+
+    /// The RNR wait ended: resend U alone. [SR-018]
+    pub(super) fn resend_unacked(&mut self) {
+        let u = self.comp_psn();
+        if self.in_flight(u) {
+            if let Some(sr) = self.sr.as_mut() {
+                sr.force_lost(u);
+            }
+        }
+    }
+
+    /// After U moved from `unacked`: clears the marks of the PSNs it passed
+    /// and takes the round-trip sample. Returns whether U moved. [SR-016]
+    pub(super) fn acknowledged(
+        &mut self,
+        unacked: Psn,
+        now: Instant,
+        counters: &mut Counters,
+    ) -> bool {
+        let newest = self.newly_acknowledged(unacked);
+        if let Some(sr) = self.sr.as_mut() {
+            sr.sample(newest, now, counters);
+        }
+        self.comp_psn() != unacked
+    }
+
+    /// The latest transmission among the PSNs from `unacked` up to U that
+    /// no SACK had reported; clears their marks.
+    fn newly_acknowledged(&mut self, unacked: Psn) -> Option<Sent> {
+        let n = self.comp_psn().distance_from(unacked);
+        let sr = self.sr.as_mut()?;
+        let mut newest = None;
+        for i in 0..n {
+            let p = unacked.add(i);
+            sr.clear_lost(p);
+            if let Some(r) = sr.record(p) {
+                if !r.sacked && r.seq != 0 {
+                    newest = later(newest, *r);
+                }
+            }
+        }
+        newest
+    }
+
+    /// Re-arms both timers on progress; stops them once nothing is in
+    /// flight. [SR-016] [SR-017]
+    pub(super) fn rearm_sr(&self, now: Instant, progress: bool, timers: &mut Timers) {
+        let Some(sr) = self.sr.as_ref() else { return };
+        if !self.psns_outstanding() || self.rnr_wait {
+            timers.stop(Timer::Retransmit);
+            timers.stop(Timer::Probe);
+        } else if progress {
+            timers.set(Timer::Retransmit, sr.rtt.rto_deadline(now));
+            timers.set(Timer::Probe, sr.rtt.pto_deadline(now));
+        }
+    }
+
+    /// The retransmission timer fired with PSNs in flight: back off, spend
+    /// a retry, resend the oldest unacknowledged PSN. [SR-018]
+    pub(super) fn retransmit_timeout_sr(&mut self, timers: &mut Timers) -> Verdict {
+        let u = self.comp_psn();
+        let Some(sr) = self.sr.as_mut() else {
+            return Verdict::Continue;
+        };
+        sr.rtt.on_timeout();
+        if self.retry_left == 0 {
+            return Verdict::Fatal(WcStatus::RetryExceeded);
+        }
+        if self.retry_left != INFINITE_RETRY {
+            self.retry_left -= 1;
+        }
+        timers.stop(Timer::Probe);
+        sr.force_lost(u);
+        Verdict::Continue
+    }
+
+    /// The probe timer fired: resend the newest PSN in flight that no SACK
+    /// reported, with AckReq. [SR-017]
+    pub(crate) fn handle_probe_timeout(&mut self, counters: &mut Counters) {
+        if !self.psns_outstanding() || self.rnr_wait {
+            return;
+        }
+        let n = self.sent_psn().distance_from(self.comp_psn());
+        let first = self.comp_psn();
+        let Some(sr) = self.sr.as_mut() else { return };
+        let newest = (0..n)
+            .rev()
+            .map(|i| first.add(i))
+            .find(|p| sr.record(*p).is_some_and(|r| !r.sacked));
+        if let Some(p) = newest {
+            if sr.set_lost(p) {
+                counters.probes += 1;
+            }
+        }
+    }
+
+    /// Acts on a SACK: the cumulative point as an ACK, the bitmap as
+    /// PSNs received, the holes proven lost marked for a resend.
+    /// [SR-015] [SR-004]
+    pub(crate) fn handle_sack(
+        &mut self,
+        cfg: &QpConfig,
+        now: Instant,
+        sack: &SackRepr,
+        syndrome: Syndrome,
+        out: Effects<'_>,
+    ) -> Verdict {
+        let Effects {
+            counters,
+            timers,
+            cq,
+        } = out;
+        if self.sr.is_none() {
+            counters.drop(DropReason::UnexpectedResponse);
+            return Verdict::Continue;
+        }
+        if !matches!(syndrome, Syndrome::Ack { .. }) {
+            counters.drop(DropReason::UnknownSyndrome);
+            return Verdict::Continue;
+        }
+        // C may be U − 1 (nothing new cumulatively, news in the bitmap),
+        // up to the last PSN sent. [SR-015]
+        let unacked = self.comp_psn();
+        let c = sack.cumulative();
+        let in_flight = self.sent_psn().distance_from(unacked);
+        let advance = c.next().distance_from(unacked);
+        if advance > in_flight {
+            counters.drop(if c.next().is_before(unacked) {
+                DropReason::StaleResponse
+            } else {
+                DropReason::GhostResponse
+            });
+            return Verdict::Continue;
+        }
+        counters.rx_sacks += 1;
+        if advance > 0 {
+            self.complete_through(cfg, c, Through::Inclusive, counters, cq);
+            self.advance_comp(c.next());
+        }
+        let mut newest = self.newly_acknowledged(unacked);
+        let u = self.comp_psn();
+        let last_sent = self.sent_psn().sub(1);
+        let after = self.sent_psn().distance_from(u);
+        let Some(sr) = self.sr.as_mut() else {
+            return Verdict::Continue;
+        };
+        let mut news = false;
+        for i in 0..after {
+            let p = u.add(i);
+            if !sack.is_received(p) {
+                continue;
+            }
+            sr.clear_lost(p);
+            if let Some(r) = sr.record_mut(p) {
+                if !r.sacked && r.seq != 0 {
+                    r.sacked = true;
+                    news = true;
+                    newest = later(newest, *r);
+                }
+            }
+        }
+        sr.sample(newest, now, counters);
+        let rack = sr.rack_seq;
+        for h in Resend::new(sack, last_sent).holes() {
+            // A SACK states what the responder holds now: a PSN an earlier
+            // SACK reported and this one does not was dropped since (an
+            // RNR refusal, [SR-013]).
+            if let Some(r) = sr.record_mut(h) {
+                r.sacked = false;
+            }
+            if sr.record(h).is_some_and(|r| r.seq < rack) && sr.set_lost(h) {
+                counters.selective_resends += 1;
+            }
+        }
+        let progress = advance > 0 || news;
+        if progress {
+            self.reset_retries(cfg);
+        }
+        self.rearm_sr(now, progress, timers);
+        Verdict::Continue
+    }
+
+    /// Whether `psn` lies in [U, S).
+    fn in_flight(&self, psn: Psn) -> bool {
+        psn.distance_from(self.comp_psn()) < self.sent_psn().distance_from(self.comp_psn())
+    }
+}
