@@ -220,6 +220,28 @@ pub(crate) enum QpsArg {
     PerPattern,
 }
 
+/// `--transport`: the ranks' RC transport profile. [SR-010]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TransportArg {
+    /// rxe's go-back-N with its fixed timers (what a verbs NIC runs).
+    #[value(alias = "go-back-n")]
+    Gbn,
+    /// Selective retransmission with SACKs and measured timers (EPIC
+    /// endpoints only).
+    #[value(alias = "selective")]
+    Sr,
+}
+
+impl TransportArg {
+    /// The QP attribute.
+    pub(crate) fn transport(self) -> epic_proto::roce::Transport {
+        match self {
+            TransportArg::Gbn => epic_proto::roce::Transport::Gbn,
+            TransportArg::Sr => epic_proto::roce::Transport::SR,
+        }
+    }
+}
+
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {

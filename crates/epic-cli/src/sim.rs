@@ -17,7 +17,7 @@ use netsim::experiment::{Experiment, ExperimentConfig, ExperimentError, LossDire
 use crate::args::{
     collectives, inc_modes, parse_gbps, parse_latency_us, parse_probability, parse_size,
     parse_topology, CollectiveArg, DtypeArg, Format, HostModeRefused, LossDir, ModeArg, MtuArg,
-    OpArg, QpsArg,
+    OpArg, QpsArg, TransportArg,
 };
 
 /// `epic sim`'s subcommands; without one it runs the packet simulator.
@@ -123,6 +123,10 @@ pub(crate) struct SimArgs {
     /// PSN alignment: one resynced QP per rank, or 2K + 1 per-pattern QPs.
     #[arg(long, value_enum, default_value = "resync")]
     qps: QpsArg,
+    /// The ranks' transport: go-back-N (`gbn`) or selective retransmission
+    /// (`sr`, Mode 2 only so far).
+    #[arg(long, value_enum, default_value = "gbn")]
+    transport: TransportArg,
     /// Simulated time a call may take before it counts as failed, ms.
     /// Timers far below the window's drain time can cause retransmission
     /// storms that take very long to simulate; this bounds them.
@@ -236,6 +240,7 @@ fn config(args: &SimArgs) -> Result<ExperimentConfig, HostModeRefused> {
         host_timeout: args.host_timeout,
         switch_timeout_us: args.switch_timeout_us,
         per_pattern: args.qps == QpsArg::PerPattern,
+        transport: args.transport.transport(),
         time_limit_ms: args.time_limit_ms,
     })
 }
@@ -263,7 +268,7 @@ fn describe(cfg: &ExperimentConfig, setup: &Setup) -> String {
         LossDirection::Down => "downward",
     };
     format!(
-        "# epic sim: {} ({} ranks), {} Gbit/s, {} us links, queue {} frames, MTU {}; loss {} on {lossy} of {links} links ({dir}), reorder {}, dup {}; W={}{windows} M={} host timeout t={} ({:.1} us), switch timeout {} us; {} QPs; {} iteration(s) from seed {}",
+        "# epic sim: {} ({} ranks), {} Gbit/s, {} us links, queue {} frames, MTU {}; loss {} on {lossy} of {links} links ({dir}), reorder {}, dup {}; W={}{windows} M={} host timeout t={} ({:.1} us), switch timeout {} us; {} QPs; transport {}; {} iteration(s) from seed {}",
         cfg.topology,
         cfg.topology.ranks(),
         cfg.link_gbps,
@@ -279,6 +284,7 @@ fn describe(cfg: &ExperimentConfig, setup: &Setup) -> String {
         4.096 * f64::from(1u32 << cfg.host_timeout.min(31)),
         cfg.switch_timeout_us,
         setup.qps,
+        setup.transport,
         cfg.iters,
         cfg.seed,
     )

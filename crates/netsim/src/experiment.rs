@@ -114,6 +114,8 @@ pub struct ExperimentConfig {
     pub switch_timeout_us: u64,
     /// 2K + 1 per-pattern QPs instead of one resynced QP per rank.
     pub per_pattern: bool,
+    /// The ranks' transport profile ([SR-010]); go-back-N by default.
+    pub transport: epic_proto::roce::Transport,
     /// Simulated time a call may take before it counts as failed, ms.
     pub time_limit_ms: u64,
 }
@@ -121,6 +123,13 @@ pub struct ExperimentConfig {
 /// Why an experiment cannot run, or a run failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ExperimentError {
+    /// Selective retransmission asked for in a mode whose switches run
+    /// go-back-N toward the ranks (Modes I and III). [SR-010]
+    #[error("--transport sr: Mode {mode} switches run go-back-N toward the ranks; SR runs in Mode 2 only")]
+    TransportMode {
+        /// The mode (1 or 3).
+        mode: u8,
+    },
     /// More lossy links asked for than the tree has.
     #[error("lossy links {requested}: {topology} has only {available} links")]
     TooManyLossyLinks {
@@ -263,6 +272,7 @@ impl ExperimentConfig {
         cfg.host_timeout = self.host_timeout;
         cfg.switch_timeout = Duration::from_micros(self.switch_timeout_us);
         cfg.per_pattern = self.per_pattern;
+        cfg.transport = self.transport;
         cfg
     }
 
@@ -378,6 +388,10 @@ impl ExperimentConfig {
             } else {
                 "resync"
             },
+            transport: match self.transport {
+                epic_proto::roce::Transport::Gbn => "gbn",
+                epic_proto::roce::Transport::Sr(_) => "sr",
+            },
         }
     }
 }
@@ -419,6 +433,12 @@ impl Experiment {
     /// Checks `cfg` (sizes, root, lossy links: building one cluster up
     /// front) so that a bad configuration fails before any run.
     pub fn new(cfg: ExperimentConfig) -> Result<Experiment, ExperimentError> {
+        if cfg.transport != epic_proto::roce::Transport::Gbn {
+            if let Some(m) = cfg.modes.iter().find(|m| **m != Mode::Translated) {
+                let mode = if *m == Mode::Terminated { 1 } else { 3 };
+                return Err(ExperimentError::TransportMode { mode });
+            }
+        }
         let points = cfg.plan()?;
         let links = cfg.build(Mode::Translated, cfg.seed)?.links.len();
         let setup = cfg.setup(links);

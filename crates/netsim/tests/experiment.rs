@@ -35,6 +35,7 @@ fn config() -> ExperimentConfig {
         host_timeout: 6,
         switch_timeout_us: 100,
         per_pattern: false,
+        transport: epic_proto::roce::Transport::Gbn,
         time_limit_ms: 10_000,
     }
 }

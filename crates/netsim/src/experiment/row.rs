@@ -96,6 +96,8 @@ pub struct Setup {
     pub switch_timeout_us: u64,
     /// PSN alignment: "resync" or "per-pattern".
     pub qps: &'static str,
+    /// The ranks' transport profile: "gbn" or "sr". [SR-010]
+    pub transport: &'static str,
 }
 
 /// One (mode, collective, size) point, averaged over the iterations.

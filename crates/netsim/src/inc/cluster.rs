@@ -8,7 +8,7 @@ use epic_proto::host::{
     result_window, CollectiveRequest, HostConfig, HostEvent, HostRank, HostSetupError, PatternLane,
     ResultLoop,
 };
-use epic_proto::roce::{ConfigError, Mtu, PathConfig, QpConfig};
+use epic_proto::roce::{ConfigError, Mtu, PathConfig, QpConfig, Transport};
 use epic_proto::time::Duration;
 use epic_proto::wire::GroupId;
 use epic_proto::Psn;
@@ -62,6 +62,12 @@ pub struct ClusterConfig {
     /// Pattern `i` of [`PatternBinding::all`] runs as group 7 + i.
     /// [CTL-050]
     pub per_pattern: bool,
+    /// The ranks' transport profile: go-back-N (default) or selective
+    /// retransmission ([SR-010]). Only Mode II switches carry SR between
+    /// ranks ([SR-031]); Mode I's edge endpoints and Mode III's hops run
+    /// go-back-N, so SR toward them is refused ([WIRE-052]: SR only
+    /// between devices that run it).
+    pub transport: Transport,
 }
 
 impl ClusterConfig {
@@ -86,6 +92,7 @@ impl ClusterConfig {
             send_cnp: false,
             pitfall: None,
             per_pattern: false,
+            transport: Transport::Gbn,
         }
     }
 
@@ -134,6 +141,12 @@ pub enum ClusterError {
     Sim(SimError),
     /// A host refused its QP configuration.
     Qp(ConfigError),
+    /// The ranks' transport profile is not one the switches' mode runs
+    /// (SR with Mode I or III). [SR-010]
+    Transport {
+        /// The mode.
+        mode: Mode,
+    },
     /// A host refused its per-pattern lanes.
     Lanes(HostSetupError),
     /// A rank refused to start the call.
@@ -160,6 +173,10 @@ impl fmt::Display for ClusterError {
             ClusterError::Install(e) => write!(f, "install: {e}"),
             ClusterError::Sim(e) => write!(f, "simulator: {e}"),
             ClusterError::Qp(e) => write!(f, "host QP: {e}"),
+            ClusterError::Transport { mode } => write!(
+                f,
+                "selective retransmission is not available toward {mode:?} switches: they run go-back-N toward the ranks"
+            ),
             ClusterError::Lanes(e) => write!(f, "host QP: {e}"),
             ClusterError::Start(r, e) => write!(f, "rank {r} refused the call: {e}"),
             ClusterError::Failed(r, e) => write!(f, "rank {r} failed: {e}"),
@@ -181,6 +198,7 @@ impl std::error::Error for ClusterError {
             ClusterError::Lanes(e) => Some(e),
             ClusterError::Start(_, e) | ClusterError::Failed(_, e) => Some(e),
             ClusterError::NoSwitch { .. }
+            | ClusterError::Transport { .. }
             | ClusterError::Denied(_)
             | ClusterError::Timeout { .. } => None,
         }
@@ -314,6 +332,9 @@ impl Cluster {
         mut replace: Option<Replace<'_>>,
     ) -> Result<Cluster, ClusterError> {
         let tree = IncTree::new(cfg.tree).map_err(ClusterError::Topology)?;
+        if cfg.transport != Transport::Gbn && cfg.mode != Mode::Translated {
+            return Err(ClusterError::Transport { mode: cfg.mode });
+        }
         let mut sim = Sim::new(cfg.seed);
         let ranks = tree.ranks();
         let bindings = lanes(&cfg, ranks);
@@ -338,6 +359,7 @@ impl Cluster {
             qp.sq_psn = cfg.start_psn;
             qp.rq_psn = cfg.start_psn;
             qp.timeout = cfg.host_timeout;
+            qp.transport = cfg.transport;
             qp.retry_cnt = 7;
             qp.rnr_retry = 7;
             // The window's messages, the control message and its echo, and
