@@ -67,7 +67,7 @@ fn sr_sacks_flow_through_mode2() {
     cfg.seed = 3;
     cfg.transport = epic_proto::roce::Transport::SR;
     let mut cl = netsim::inc::Cluster::build(cfg).unwrap();
-    let k = inc_common::case(
+    let k = case(
         epic_proto::wire::Collective::AllReduce,
         epic_proto::wire::DataType::Int32,
         epic_proto::wire::ReduceOp::Sum,
@@ -76,7 +76,7 @@ fn sr_sacks_flow_through_mode2() {
         150_000,
         3,
     );
-    inc_common::check(&mut cl, &k, "sr allreduce under 5 % loss");
+    check(&mut cl, &k, "sr allreduce under 5 % loss");
     let Some(netsim::inc::IncNode::Switch(e)) = cl.sim.node(cl.switches[0]) else {
         panic!("no switch");
     };
