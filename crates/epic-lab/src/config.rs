@@ -127,6 +127,12 @@ pub struct LabConfig {
     /// are shared, so every call takes them with an acquire Barrier and
     /// gives them back with a release Barrier. [LAB-012] [TMX-010]
     pub policy: manager::Policy,
+    /// ECN marking on the in-process links (off by default): each link
+    /// direction marks ECN-capable frames CE on the bytes waiting in the
+    /// far node's inbox, with the DCQCN paper's thresholds. Frames are
+    /// marked only if their senders set ECT; the rows count the marks.
+    /// [CC-105]
+    pub ecn: bool,
 }
 
 /// What MPI is compared with EPIC on the namespace lab.
@@ -205,6 +211,7 @@ impl Default for LabConfig {
             switch_timeout_us: None,
             netns: None,
             policy: manager::Policy::Spatial,
+            ecn: false,
         }
     }
 }

@@ -231,6 +231,7 @@ async fn measure(
         },
         retransmissions: delta.retransmissions,
         drops: delta.drops,
+        ce_marks: delta.ce_marks,
         error,
     };
     (cluster, row)
