@@ -59,9 +59,8 @@ pub const COLLECTIVES: [Collective; 6] = [
 /// threads, smaller ones on one.
 pub const AUTO_LARGE: u64 = 1 << 20;
 
-/// The ranks' QP timeout exponent of Mode II rows on more than one
-/// thread and clean in-process links (≈ 67 ms): commlib's own Mode II
-/// default. [COMM-014]
+/// The ranks' QP timeout exponent of Mode II rows on clean in-process
+/// links (≈ 67 ms): commlib's own Mode II default. [COMM-014]
 pub const MODE2_CLEAN_HOST_TIMEOUT: u8 = 14;
 
 /// The default sizes: 4 KiB to 16 MiB in steps of × 4.
@@ -118,15 +117,16 @@ pub struct LabConfig {
     pub threads: usize,
     /// Ranks' QP local ACK timeout exponent (4.096 µs · 2^t). `None`: 8
     /// (≈ 1 ms, tokio's timer resolution) on one thread, 10 (≈ 4 ms) on
-    /// more, whose scheduling stalls last milliseconds; except Mode II on
-    /// more threads and links without faults, 14 (≈ 67 ms, commlib's own
-    /// Mode II default): its acknowledgements are end to end, so a rank's
-    /// first packets wait for the last rank to start, and on two worker
-    /// threads the ranks' per-call setup of a 16 MiB call (encoding and
-    /// copying the input into fresh pages) starts the last rank tens of
-    /// milliseconds after the first. With 4 ms every 16 MiB AllReduce
-    /// timed out and resent whole windows; on clean links a timeout can
-    /// only be spurious there (see [`LabConfig::resolved_for`]). Round trips in
+    /// more, whose scheduling stalls last milliseconds; except Mode II in
+    /// process on links without faults, 14 (≈ 67 ms, commlib's own Mode II
+    /// default): its acknowledgements are end to end, so a rank's first
+    /// packets wait for the last rank to start, and the ranks' per-call
+    /// setup of a 16 MiB call (encoding and copying the input) starts the
+    /// last rank milliseconds to tens of milliseconds after the first (two
+    /// at a time on two worker threads, one at a time on one, longer when
+    /// the machine is busy). With 4 ms every 16 MiB AllReduce timed out and
+    /// resent whole windows; on clean links a Mode II timeout can only be
+    /// spurious (see [`LabConfig::resolved_for`]). Round trips in
     /// process take tens of microseconds; commlib's own defaults (17–67 ms)
     /// made lossy runs wait that long per tail loss. On namespaces: 11
     /// (≈ 8 ms).
@@ -378,19 +378,15 @@ impl LabConfig {
     }
 
     /// [`resolved`](LabConfig::resolved) for the rows of `mode`: Mode II
-    /// on more than one thread, in process and on links without faults,
-    /// gets the ranks' QP timeout exponent 14 unless one was given (see
+    /// in process and on links without faults gets the ranks' QP timeout
+    /// exponent 14 unless one was given (see
     /// [`LabConfig::host_timeout`]). Mode II switches drop nothing but
     /// duplicates, so on such links every timeout is spurious; with faults
     /// a short timer still recovers tail losses quickly.
     pub fn resolved_for(&self, threads: usize, mode: LabMode) -> LabConfig {
         let mut rc = self.resolved(threads);
         let clean = !self.faults.any() && self.netns.is_none();
-        if mode == LabMode::Inc(Mode::Translated)
-            && threads > 1
-            && clean
-            && self.host_timeout.is_none()
-        {
+        if mode == LabMode::Inc(Mode::Translated) && clean && self.host_timeout.is_none() {
             rc.host_timeout = Some(MODE2_CLEAN_HOST_TIMEOUT);
         }
         rc
@@ -466,15 +462,15 @@ mod tests {
         assert_eq!(c.validate(), Err(ConfigError::Empty("mode")));
     }
 
-    /// Mode II on two threads and clean links waits 67 ms before it
-    /// resends; other modes, one thread, faults or a given exponent keep
-    /// theirs.
+    /// Mode II on clean links waits 67 ms before it resends, on any number
+    /// of threads; other modes, faults or a given exponent keep theirs.
     #[test]
     fn mode_two_on_clean_links_gets_the_long_timer() {
         let c = LabConfig::default();
         let m2 = LabMode::Inc(Mode::Translated);
         assert_eq!(c.resolved_for(2, m2).host_timeout, Some(14));
-        assert_eq!(c.resolved_for(1, m2).host_timeout, Some(8));
+        assert_eq!(c.resolved_for(1, m2).host_timeout, Some(14));
+        assert_eq!(c.resolved_for(1, LabMode::Host).host_timeout, Some(8));
         let m3 = LabMode::Inc(Mode::Augmented);
         assert_eq!(c.resolved_for(2, m3).host_timeout, Some(10));
         let lossy = LabConfig {
