@@ -3,9 +3,21 @@
 //! link direction sends into the far node's inbox through its own seeded
 //! fault injector. The frames are the same bytes a real link carries, so
 //! captures of the in-process lab and of real interfaces look alike.
-
+//!
+//! The inbox is the links' queue: a frame waits there until the far node
+//! takes it. Its depth (frames and bytes) is tracked, and its deepest
+//! point is reported in [`PortStats::rx_queue_peak_frames`]. With
+//! [`MemFabric::set_ecn`], each link direction also runs a congestion
+//! point on that queue: an ECN-capable frame is marked CE, by the
+//! deterministic [`EcnMarker`], on the bytes already waiting in the far
+//! inbox, before the inbox decides whether it fits. [CC-100] [CC-103]
+//! [CC-105]
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
+
+use epic_proto::cc::{EcnConfig, EcnMarker, FrameMark};
 
 use tokio::sync::mpsc;
 
@@ -65,6 +77,47 @@ pub enum MemFabricError {
     /// A fault probability is out of range.
     #[error(transparent)]
     Faults(#[from] BadProbability),
+    /// The ECN marking thresholds are inconsistent.
+    #[error("ECN marking: {0}")]
+    Ecn(#[from] epic_proto::cc::ConfigError),
+}
+
+/// How full one inbox is: updated by every sender into it and by its
+/// receiver, read by the senders' congestion points.
+#[derive(Debug, Default)]
+struct InboxLoad {
+    frames: AtomicU64,
+    bytes: AtomicU64,
+    peak_frames: AtomicU64,
+}
+
+impl InboxLoad {
+    /// Counts a frame in, before it is offered (so the receiver can never
+    /// count it out first).
+    fn enter(&self, len: usize) {
+        self.frames.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(len as u64, Ordering::Relaxed);
+    }
+
+    /// Notes the depth after a frame was taken in.
+    fn taken(&self) {
+        let frames = self.frames.load(Ordering::Relaxed);
+        self.peak_frames.fetch_max(frames, Ordering::Relaxed);
+    }
+
+    /// Counts a frame out: taken by the receiver, or refused.
+    fn leave(&self, len: usize) {
+        self.frames.fetch_sub(1, Ordering::Relaxed);
+        self.bytes.fetch_sub(len as u64, Ordering::Relaxed);
+    }
+
+    fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    fn peak_frames(&self) -> u64 {
+        self.peak_frames.load(Ordering::Relaxed)
+    }
 }
 
 type Inbox = mpsc::Receiver<(u16, Vec<u8>)>;
@@ -75,6 +128,7 @@ struct NodeBuild {
     ports: u16,
     tx: InboxTx,
     rx: Inbox,
+    load: Arc<InboxLoad>,
     out: Vec<Option<MemOut>>,
 }
 
@@ -85,6 +139,7 @@ pub struct MemFabric {
     nodes: Vec<NodeBuild>,
     links: u64,
     inbox_frames: usize,
+    ecn: Option<EcnConfig>,
 }
 
 impl MemFabric {
@@ -100,7 +155,26 @@ impl MemFabric {
             nodes: Vec::new(),
             links: 0,
             inbox_frames: frames.max(1),
+            ecn: None,
         }
+    }
+
+    /// Frames an inbox holds.
+    pub fn inbox_frames(&self) -> usize {
+        self.inbox_frames
+    }
+
+    /// Marks ECN-capable frames CE on every link connected from now on,
+    /// with these thresholds on the bytes waiting in the far node's inbox
+    /// (`None`: no marking, the default). [`EcnConfig::for_capacity`] of
+    /// the inbox's bytes (frames × the largest frame) gives thresholds
+    /// that mark before the inbox fills. [CC-100] [CC-105]
+    pub fn set_ecn(&mut self, ecn: Option<EcnConfig>) -> Result<(), MemFabricError> {
+        if let Some(c) = &ecn {
+            c.validate()?;
+        }
+        self.ecn = ecn;
+        Ok(())
     }
 
     /// Adds a node with `ports` ports.
@@ -110,6 +184,7 @@ impl MemFabric {
             ports,
             tx,
             rx,
+            load: Arc::default(),
             out: (0..ports).map(|_| None).collect(),
         });
         MemNodeId(self.nodes.len() - 1)
@@ -151,12 +226,18 @@ impl MemFabric {
         let link = self.links;
         self.links += 1;
         for (dir, (from, to)) in [(a, b), (b, a)].into_iter().enumerate() {
-            let tx = match self.nodes.get(to.0 .0) {
-                Some(n) => n.tx.clone(),
+            let (tx, load) = match self.nodes.get(to.0 .0) {
+                Some(n) => (n.tx.clone(), Arc::clone(&n.load)),
                 None => return Err(MemFabricError::NoNode(to.0 .0)),
+            };
+            let ecn = match self.ecn {
+                Some(c) => Some(EcnMarker::try_new(c)?),
+                None => None,
             };
             let out = MemOut {
                 tx,
+                load,
+                ecn,
                 remote_port: to.1,
                 fault: FaultRng::new(faults, self.seed, link, dir as u8),
                 held: None,
@@ -180,6 +261,7 @@ impl MemFabric {
                 stats: vec![PortStats::default(); usize::from(n.ports)],
                 ports: n.ports,
                 rx: n.rx,
+                load: n.load,
                 _own: n.tx,
                 out: n.out,
                 spare: Vec::new(),
@@ -192,6 +274,10 @@ impl MemFabric {
 #[derive(Debug)]
 struct MemOut {
     tx: InboxTx,
+    /// How full the far inbox is.
+    load: Arc<InboxLoad>,
+    /// The congestion point on the far inbox, when marking is on.
+    ecn: Option<EcnMarker>,
     remote_port: u16,
     fault: FaultRng,
     /// A frame held back by a reorder, sent after the next frame.
@@ -199,9 +285,25 @@ struct MemOut {
 }
 
 impl MemOut {
-    /// Hands one copy to the far inbox; false if it is full or gone.
-    fn put(&self, frame: Vec<u8>) -> bool {
-        self.tx.try_send((self.remote_port, frame)).is_ok()
+    /// Hands one copy to the far inbox, counting it in `stats`: marked CE
+    /// first when the congestion point says so, then taken, or dropped
+    /// when the inbox is full or gone. [CC-103]
+    fn put(&mut self, mut frame: Vec<u8>, stats: &mut PortStats) {
+        let len = frame.len();
+        if let Some(m) = &mut self.ecn {
+            if m.mark_frame(self.load.bytes(), &mut frame) == FrameMark::Marked {
+                stats.ce_marked += 1;
+            }
+        }
+        self.load.enter(len);
+        if self.tx.try_send((self.remote_port, frame)).is_ok() {
+            self.load.taken();
+            stats.tx_frames += 1;
+            stats.tx_bytes += len as u64;
+        } else {
+            self.load.leave(len);
+            stats.tx_dropped += 1;
+        }
     }
 }
 
@@ -210,6 +312,8 @@ impl MemOut {
 pub struct MemPorts {
     ports: u16,
     rx: Inbox,
+    /// How full the inbox is.
+    load: Arc<InboxLoad>,
     /// Keeps the inbox open when every peer has gone, so a node waits
     /// instead of failing.
     _own: InboxTx,
@@ -229,6 +333,7 @@ impl MemPorts {
 
     /// Moves a received frame into `batch`, keeping the buffer it displaces.
     fn take_in(&mut self, batch: &mut RxBatch, port: u16, frame: Vec<u8>) {
+        self.load.leave(frame.len());
         self.count_rx(port, frame.len());
         if let Ok(old) = batch.swap_in(port, frame) {
             if self.spare.len() < SPARE_BUFFERS {
@@ -274,34 +379,25 @@ impl FramePorts for MemPorts {
             }
             return Ok(());
         };
-        let deliver = |out: &MemOut, f: Vec<u8>, stats: &mut PortStats| {
-            let len = f.len() as u64;
-            if out.put(f) {
-                stats.tx_frames += 1;
-                stats.tx_bytes += len;
-            } else {
-                stats.tx_dropped += 1;
-            }
-        };
         match out.fault.next_fate() {
             Fate::Lost => stats.fault_lost += 1,
-            Fate::Sent => deliver(out, copy_frame(spare, frame), stats),
+            Fate::Sent => out.put(copy_frame(spare, frame), stats),
             Fate::Duplicated => {
                 stats.fault_duplicated += 1;
-                deliver(out, copy_frame(spare, frame), stats);
-                deliver(out, copy_frame(spare, frame), stats);
+                out.put(copy_frame(spare, frame), stats);
+                out.put(copy_frame(spare, frame), stats);
             }
             Fate::Reordered => {
                 stats.fault_reordered += 1;
                 // A frame already held goes out now; this one waits.
                 if let Some(prev) = out.held.replace(copy_frame(spare, frame)) {
-                    deliver(out, prev, stats);
+                    out.put(prev, stats);
                 }
                 return Ok(());
             }
         }
         if let Some(prev) = out.held.take() {
-            deliver(out, prev, stats);
+            out.put(prev, stats);
         }
         Ok(())
     }
@@ -310,23 +406,22 @@ impl FramePorts for MemPorts {
         for (out, stats) in self.out.iter_mut().zip(self.stats.iter_mut()) {
             let Some(out) = out else { continue };
             if let Some(prev) = out.held.take() {
-                let len = prev.len() as u64;
-                if out.put(prev) {
-                    stats.tx_frames += 1;
-                    stats.tx_bytes += len;
-                } else {
-                    stats.tx_dropped += 1;
-                }
+                out.put(prev, stats);
             }
         }
         Ok(())
     }
 
     fn stats(&self, port: u16) -> PortStats {
-        self.stats
+        let mut s = self
+            .stats
             .get(usize::from(port))
             .copied()
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if port < self.ports {
+            s.rx_queue_peak_frames = self.load.peak_frames();
+        }
+        s
     }
 }
 
@@ -418,5 +513,108 @@ mod tests {
         }
         assert_eq!(na.stats(0).tx_frames, 4);
         assert_eq!(na.stats(0).tx_dropped, 6);
+    }
+
+    /// RC SEND_ONLY frames of 1000 payload bytes with ECN `ecn`.
+    fn roce(n: u32, ecn: epic_proto::wire::Ecn) -> Vec<Vec<u8>> {
+        use epic_proto::testing::FrameBuilder;
+        use epic_proto::wire::{Dscp, Opcode};
+        (0..n)
+            .map(|i| {
+                FrameBuilder::new(Opcode::RcSendOnly)
+                    .tos(Dscp::default(), ecn)
+                    .psn(epic_proto::Psn::from_truncated(i))
+                    .payload(&[7; 1000])
+                    .build()
+            })
+            .collect()
+    }
+
+    /// [CC-100] [CC-101] [CC-102] [CC-103] [CC-105] [CC-109] With marking
+    /// on, a link marks ECT frames CE by the bytes waiting in the far
+    /// inbox (Kmin 0, Kmax two frames: the third frame and later are
+    /// marked), decides before the full inbox drops, never marks Not-ECT
+    /// frames, and the marked frames keep a valid checksum and ICRC. The
+    /// inbox's deepest point is reported.
+    #[tokio::test]
+    async fn marking_follows_the_far_inbox() {
+        use epic_proto::cc::{frame_ecn, EcnConfig};
+        use epic_proto::wire::Ecn::{Ce, Ect0, NotEct};
+        use epic_proto::wire::RoceFrame;
+        let ect = roce(6, Ect0);
+        let len = ect[0].len() as u64;
+        let mut fab = MemFabric::with_inbox(1, 8);
+        fab.set_ecn(Some(EcnConfig {
+            kmin_bytes: 0,
+            kmax_bytes: 2 * len,
+            pmax_ppm: 1_000_000,
+        }))
+        .unwrap();
+        let a = fab.add_node(1);
+        let b = fab.add_node(1);
+        fab.connect((a, 0), (b, 0), LinkFaults::NONE).unwrap();
+        let mut nodes = fab.build();
+        let mut nb = nodes.pop().unwrap();
+        let mut na = nodes.pop().unwrap();
+        for f in &ect {
+            na.send(0, f).unwrap();
+        }
+        // Frame 1 meets an empty inbox, frame 2 one frame (half of Kmax:
+        // probability ½, the accumulator reaches ½), frames 3–6 ≥ Kmax.
+        assert_eq!(na.stats(0).ce_marked, 4);
+        for f in roce(2, NotEct) {
+            na.send(0, &f).unwrap();
+        }
+        assert_eq!(na.stats(0).ce_marked, 4);
+        // The inbox holds 8: two more ECT frames are marked, then dropped.
+        for f in &ect[..2] {
+            na.send(0, f).unwrap();
+        }
+        let s = na.stats(0);
+        assert_eq!((s.ce_marked, s.tx_frames, s.tx_dropped), (6, 8, 2));
+        let mut batch = RxBatch::new(16);
+        recv_batch(&mut nb, &mut batch).await.unwrap();
+        let got: Vec<Vec<u8>> = batch.iter().map(|(_, f)| f.to_vec()).collect();
+        let ecns: Vec<_> = got.iter().map(|f| frame_ecn(f).unwrap()).collect();
+        assert_eq!(ecns, [Ect0, Ect0, Ce, Ce, Ce, Ce, NotEct, NotEct]);
+        for f in &got {
+            assert!(RoceFrame::parse_verified(f).is_ok());
+        }
+        assert_eq!(nb.stats(0).rx_queue_peak_frames, 8);
+        // Emptied, the inbox counts from zero again: no marks.
+        na.send(0, &ect[0]).unwrap();
+        assert_eq!(na.stats(0).ce_marked, 6);
+    }
+
+    /// [CC-100] Without `set_ecn` nothing is marked.
+    #[tokio::test]
+    async fn marking_is_off_by_default() {
+        let mut fab = MemFabric::with_inbox(1, 64);
+        let a = fab.add_node(1);
+        let b = fab.add_node(1);
+        fab.connect((a, 0), (b, 0), LinkFaults::NONE).unwrap();
+        let mut nodes = fab.build();
+        let _nb = nodes.pop().unwrap();
+        let mut na = nodes.pop().unwrap();
+        for f in roce(32, epic_proto::wire::Ecn::Ect0) {
+            na.send(0, &f).unwrap();
+        }
+        assert_eq!(na.stats(0).ce_marked, 0);
+        assert_eq!(na.stats(0).tx_frames, 32);
+    }
+
+    /// A bad configuration is refused with the marker's error.
+    #[test]
+    fn bad_thresholds_are_refused() {
+        let mut fab = MemFabric::new(1);
+        let bad = EcnConfig {
+            kmin_bytes: 2,
+            kmax_bytes: 1,
+            pmax_ppm: 0,
+        };
+        assert!(matches!(
+            fab.set_ecn(Some(bad)),
+            Err(MemFabricError::Ecn(_))
+        ));
     }
 }

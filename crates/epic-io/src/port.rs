@@ -91,10 +91,18 @@ pub struct PortStats {
     pub fault_duplicated: u64,
     /// Frames the fault injector held back behind the next one.
     pub fault_reordered: u64,
+    /// Frames this port's link marked CE on the way out (ECN marking at
+    /// the queue the frames wait in; backends without one leave it 0).
+    /// [CC-109]
+    pub ce_marked: u64,
+    /// The most frames ever waiting in the queue this port receives from,
+    /// where the backend can see it (in-memory links: the node's one
+    /// inbox, so every port of a node reports the same; 0 elsewhere).
+    pub rx_queue_peak_frames: u64,
 }
 
 impl PortStats {
-    /// Adds `other`'s counts to these.
+    /// Adds `other`'s counts to these (the queue peak is the larger one).
     pub fn add(&mut self, other: &PortStats) {
         self.rx_frames += other.rx_frames;
         self.rx_bytes += other.rx_bytes;
@@ -105,6 +113,8 @@ impl PortStats {
         self.fault_lost += other.fault_lost;
         self.fault_duplicated += other.fault_duplicated;
         self.fault_reordered += other.fault_reordered;
+        self.ce_marked += other.ce_marked;
+        self.rx_queue_peak_frames = self.rx_queue_peak_frames.max(other.rx_queue_peak_frames);
     }
 }
 

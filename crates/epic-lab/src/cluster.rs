@@ -8,6 +8,7 @@ use std::path::Path;
 use commlib::{CommConfig, CommStats, Communicator, IncSetup};
 use epic_io::capture::{CaptureError, CapturePorts};
 use epic_io::{Clock, FramePorts, MemFabric, MemNodeId, MemPorts};
+use epic_proto::cc::EcnConfig;
 use epic_proto::engine::{EngineConfig, Mode};
 use epic_proto::roce::Mtu;
 use epic_proto::wire::GroupId;
@@ -31,6 +32,8 @@ pub(crate) struct Totals {
     pub(crate) retransmissions: u64,
     /// Frames lost, refused or dropped anywhere.
     pub(crate) drops: u64,
+    /// Frames the links' queues marked CE.
+    pub(crate) ce_marks: u64,
 }
 
 impl Totals {
@@ -38,6 +41,7 @@ impl Totals {
         Totals {
             retransmissions: self.retransmissions.saturating_sub(before.retransmissions),
             drops: self.drops.saturating_sub(before.drops),
+            ce_marks: self.ce_marks.saturating_sub(before.ce_marks),
         }
     }
 }
@@ -274,6 +278,13 @@ impl LabCluster {
         let tree = IncTree::new(cfg.topology).map_err(BuildError::Tree)?;
         let clock = Clock::new();
         let mut fab = MemFabric::new(cfg.seed);
+        if cfg.ecn {
+            // Thresholds for an inbox of full-size frames: the DCQCN
+            // paper's, which mark long before 8192 frames wait. [CC-105]
+            let bytes = fab.inbox_frames() as u64 * epic_io::MAX_FRAME as u64;
+            fab.set_ecn(Some(EcnConfig::for_capacity(bytes)))
+                .map_err(BuildError::Fabric)?;
+        }
         let sw_nodes: Vec<MemNodeId> = tree
             .switches
             .iter()
@@ -405,10 +416,12 @@ fn add_switch(t: &mut Totals, c: &SwitchCounters) {
     t.drops += c.engine.total_drops();
     for p in &c.ports {
         t.drops += p.io.fault_lost + p.io.tx_dropped;
+        t.ce_marks += p.io.ce_marked;
     }
 }
 
 fn add_comm(t: &mut Totals, s: &CommStats) {
     t.retransmissions += s.retransmissions;
     t.drops += s.link.fault_lost + s.link.tx_dropped;
+    t.ce_marks += s.link.ce_marked;
 }

@@ -59,6 +59,10 @@ pub const COLLECTIVES: [Collective; 6] = [
 /// threads, smaller ones on one.
 pub const AUTO_LARGE: u64 = 1 << 20;
 
+/// The ranks' QP timeout exponent of Mode II rows on clean in-process
+/// links (≈ 67 ms): commlib's own Mode II default. [COMM-014]
+pub const MODE2_CLEAN_HOST_TIMEOUT: u8 = 14;
+
 /// The default sizes: 4 KiB to 16 MiB in steps of × 4.
 pub const DEFAULT_SIZES: [u64; 7] = [
     4 << 10,
@@ -113,7 +117,16 @@ pub struct LabConfig {
     pub threads: usize,
     /// Ranks' QP local ACK timeout exponent (4.096 µs · 2^t). `None`: 8
     /// (≈ 1 ms, tokio's timer resolution) on one thread, 10 (≈ 4 ms) on
-    /// more, whose scheduling stalls last milliseconds. Round trips in
+    /// more, whose scheduling stalls last milliseconds; except Mode II in
+    /// process on links without faults, 14 (≈ 67 ms, commlib's own Mode II
+    /// default): its acknowledgements are end to end, so a rank's first
+    /// packets wait for the last rank to start, and the ranks' per-call
+    /// setup of a 16 MiB call (encoding and copying the input) starts the
+    /// last rank milliseconds to tens of milliseconds after the first (two
+    /// at a time on two worker threads, one at a time on one, longer when
+    /// the machine is busy). With 4 ms every 16 MiB AllReduce timed out and
+    /// resent whole windows; on clean links a Mode II timeout can only be
+    /// spurious (see [`LabConfig::resolved_for`]). Round trips in
     /// process take tens of microseconds; commlib's own defaults (17–67 ms)
     /// made lossy runs wait that long per tail loss. On namespaces: 11
     /// (≈ 8 ms).
@@ -127,6 +140,12 @@ pub struct LabConfig {
     /// are shared, so every call takes them with an acquire Barrier and
     /// gives them back with a release Barrier. [LAB-012] [TMX-010]
     pub policy: manager::Policy,
+    /// ECN marking on the in-process links (off by default): each link
+    /// direction marks ECN-capable frames CE on the bytes waiting in the
+    /// far node's inbox, with the DCQCN paper's thresholds. Frames are
+    /// marked only if their senders set ECT; the rows count the marks.
+    /// [CC-105]
+    pub ecn: bool,
 }
 
 /// What MPI is compared with EPIC on the namespace lab.
@@ -205,6 +224,7 @@ impl Default for LabConfig {
             switch_timeout_us: None,
             netns: None,
             policy: manager::Policy::Spatial,
+            ecn: false,
         }
     }
 }
@@ -357,6 +377,21 @@ impl LabConfig {
         }
     }
 
+    /// [`resolved`](LabConfig::resolved) for the rows of `mode`: Mode II
+    /// in process and on links without faults gets the ranks' QP timeout
+    /// exponent 14 unless one was given (see
+    /// [`LabConfig::host_timeout`]). Mode II switches drop nothing but
+    /// duplicates, so on such links every timeout is spurious; with faults
+    /// a short timer still recovers tail losses quickly.
+    pub fn resolved_for(&self, threads: usize, mode: LabMode) -> LabConfig {
+        let mut rc = self.resolved(threads);
+        let clean = !self.faults.any() && self.netns.is_none();
+        if mode == LabMode::Inc(Mode::Translated) && clean && self.host_timeout.is_none() {
+            rc.host_timeout = Some(MODE2_CLEAN_HOST_TIMEOUT);
+        }
+        rc
+    }
+
     /// Ranks in the group.
     pub fn ranks(&self) -> u16 {
         u16::try_from(self.topology.ranks()).unwrap_or(u16::MAX)
@@ -425,6 +460,32 @@ mod tests {
         c.mtu = 4096;
         c.modes.clear();
         assert_eq!(c.validate(), Err(ConfigError::Empty("mode")));
+    }
+
+    /// Mode II on clean links waits 67 ms before it resends, on any number
+    /// of threads; other modes, faults or a given exponent keep theirs.
+    #[test]
+    fn mode_two_on_clean_links_gets_the_long_timer() {
+        let c = LabConfig::default();
+        let m2 = LabMode::Inc(Mode::Translated);
+        assert_eq!(c.resolved_for(2, m2).host_timeout, Some(14));
+        assert_eq!(c.resolved_for(1, m2).host_timeout, Some(14));
+        assert_eq!(c.resolved_for(1, LabMode::Host).host_timeout, Some(8));
+        let m3 = LabMode::Inc(Mode::Augmented);
+        assert_eq!(c.resolved_for(2, m3).host_timeout, Some(10));
+        let lossy = LabConfig {
+            faults: LinkFaults {
+                loss: 0.01,
+                ..LinkFaults::NONE
+            },
+            ..LabConfig::default()
+        };
+        assert_eq!(lossy.resolved_for(2, m2).host_timeout, Some(10));
+        let given = LabConfig {
+            host_timeout: Some(9),
+            ..LabConfig::default()
+        };
+        assert_eq!(given.resolved_for(2, m2).host_timeout, Some(9));
     }
 
     #[test]

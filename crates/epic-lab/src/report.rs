@@ -42,6 +42,9 @@ pub struct Row {
     /// refused by a full queue, or dropped by a switch (any reason except
     /// the benign duplicate and absorbed ones).
     pub drops: u64,
+    /// Frames the links' queues marked CE during the row (0 unless ECN
+    /// marking is on, [`LabConfig::ecn`](crate::LabConfig::ecn)). [CC-109]
+    pub ce_marks: u64,
     /// Why the row failed, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -49,7 +52,7 @@ pub struct Row {
 
 /// The fields of a JSON row, in order (`error` appears only on a failed
 /// row).
-pub const ROW_FIELDS: [&str; 14] = [
+pub const ROW_FIELDS: [&str; 15] = [
     "mode",
     "collective",
     "dtype",
@@ -64,6 +67,7 @@ pub const ROW_FIELDS: [&str; 14] = [
     "algbw_gbps",
     "retransmissions",
     "drops",
+    "ce_marks",
 ];
 
 /// The value at quantile `q` (0..=1) of `sorted` (nearest rank), 0 when
@@ -220,6 +224,7 @@ mod tests {
             algbw_gbps: 0.655,
             retransmissions: 0,
             drops: 0,
+            ce_marks: 0,
             error: None,
         }
     }

@@ -117,7 +117,7 @@ pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, L
                 if let Some((rt, _, Some(c))) = current.take() {
                     rt.block_on(c.shutdown());
                 }
-                let rc = cfg.resolved(threads);
+                let rc = cfg.resolved_for(threads, mode);
                 current = Some((runtime(&rc)?, rc, None));
             }
             let Some((rt, rc, cluster)) = current.as_mut() else {
@@ -231,6 +231,7 @@ async fn measure(
         },
         retransmissions: delta.retransmissions,
         drops: delta.drops,
+        ce_marks: delta.ce_marks,
         error,
     };
     (cluster, row)

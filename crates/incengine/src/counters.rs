@@ -225,26 +225,30 @@ impl fmt::Display for SwitchCounters {
         )?;
         writeln!(
             f,
-            "{:>5} {:>12} {:>14} {:>12} {:>14} {:>10} {:>10} {:>10}  drops",
+            "{:>5} {:>12} {:>14} {:>12} {:>14} {:>10} {:>10} {:>8} {:>10} {:>10}  drops",
             "port",
             "rx_frames",
             "rx_bytes",
             "tx_frames",
             "tx_bytes",
             "tx_dropped",
+            "ce_marked",
+            "rxq_peak",
             "epic_rx",
             "routed_rx"
         )?;
         for p in &self.ports {
             writeln!(
                 f,
-                "{:>5} {:>12} {:>14} {:>12} {:>14} {:>10} {:>10} {:>10}  engine: {}; router: {}",
+                "{:>5} {:>12} {:>14} {:>12} {:>14} {:>10} {:>10} {:>8} {:>10} {:>10}  engine: {}; router: {}",
                 p.port,
                 p.io.rx_frames,
                 p.io.rx_bytes,
                 p.io.tx_frames,
                 p.io.tx_bytes,
                 p.io.tx_dropped,
+                p.io.ce_marked,
+                p.io.rx_queue_peak_frames,
                 p.epic_rx,
                 p.routed_rx,
                 DropList(&p.engine_drops),

@@ -1,7 +1,19 @@
 //! Links: two endpoints, and per direction an egress FIFO, a config, a
-//! fault stream and counters.
+//! fault stream, an optional ECN congestion point and counters.
+//!
+//! **ECN marking** ([`Sim::set_link_ecn`](crate::Sim::set_link_ecn), off
+//! by default). When a frame arrives at a direction's FIFO, and before the
+//! FIFO decides whether it fits, the direction's [`EcnMarker`] decides on
+//! the bytes already queued (the frame on the wire included) with the
+//! deterministic `decide`: no random stream is drawn from, so marking
+//! changes no fault and the same seed gives the same marks. Only IPv4
+//! ECT(0)/ECT(1) frames are decided on; a marked frame has CE in its ECN
+//! field and a fixed IPv4 checksum, and its ICRC stays valid. [CC-100]
+//! [CC-103] [CC-104]
 
 use std::collections::VecDeque;
+
+use epic_proto::cc::{EcnMarker, FrameMark};
 
 use crate::fault::FaultRng;
 use crate::{LinkConfig, LinkId, NodeId, PortId};
@@ -67,6 +79,10 @@ pub struct LinkStats {
     /// The largest FIFO occupancy seen, in frames, including the frame
     /// being serialized.
     pub max_queue_depth: usize,
+    /// Frames the direction's congestion point marked CE on arrival
+    /// (with ECN marking on; a marked frame the full FIFO then refused is
+    /// counted here and in `queue_drops`). [CC-109]
+    pub ce_marked: Counter,
 }
 
 /// State of one direction.
@@ -75,9 +91,13 @@ pub(crate) struct DirState {
     pub(crate) cfg: LinkConfig,
     /// Front frame is on the wire when `busy`.
     pub(crate) queue: VecDeque<Vec<u8>>,
+    /// Bytes in `queue`.
+    queued_bytes: u64,
     pub(crate) busy: bool,
     pub(crate) rng: FaultRng,
     pub(crate) stats: LinkStats,
+    /// The congestion point, when ECN marking is on.
+    pub(crate) ecn: Option<EcnMarker>,
 }
 
 impl DirState {
@@ -85,15 +105,44 @@ impl DirState {
         DirState {
             cfg,
             queue: VecDeque::new(),
+            queued_bytes: 0,
             busy: false,
             rng,
             stats: LinkStats::default(),
+            ecn: None,
         }
     }
 
     /// True if the FIFO can take another frame.
     pub(crate) fn has_room(&self) -> bool {
         self.queue.len() < self.cfg.queue_frames
+    }
+
+    /// Offers a frame to the FIFO: counts it, lets the congestion point
+    /// mark it, then appends it, or refuses it (a queue drop) when the
+    /// FIFO is full. Marking is decided before the drop. [CC-103]
+    pub(crate) fn admit(&mut self, mut frame: Vec<u8>) -> bool {
+        self.stats.offered.add(frame.len());
+        if let Some(m) = &mut self.ecn {
+            if m.mark_frame(self.queued_bytes, &mut frame) == FrameMark::Marked {
+                self.stats.ce_marked.add(frame.len());
+            }
+        }
+        if !self.has_room() {
+            self.stats.queue_drops.add(frame.len());
+            return false;
+        }
+        self.queued_bytes = self.queued_bytes.saturating_add(frame.len() as u64);
+        self.queue.push_back(frame);
+        self.stats.max_queue_depth = self.stats.max_queue_depth.max(self.queue.len());
+        true
+    }
+
+    /// Takes the front frame (the one that finished serialization).
+    pub(crate) fn pop(&mut self) -> Option<Vec<u8>> {
+        let frame = self.queue.pop_front()?;
+        self.queued_bytes = self.queued_bytes.saturating_sub(frame.len() as u64);
+        Some(frame)
     }
 }
 

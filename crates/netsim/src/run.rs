@@ -162,19 +162,16 @@ impl<N: Node> Sim<N> {
         }
     }
 
-    /// Appends a frame to a direction's FIFO and starts serializing it if
+    /// Appends a frame to a direction's FIFO (marking it CE first if the
+    /// direction's congestion point says so) and starts serializing it if
     /// the wire is idle. Returns false (a queue drop) if the FIFO is full.
     pub(crate) fn enqueue(&mut self, link: LinkId, dir: Direction, frame: Vec<u8>) -> bool {
         let Some(d) = self.links.get_mut(link.0).map(|l| l.dir_mut(dir)) else {
             return false;
         };
-        d.stats.offered.add(frame.len());
-        if !d.has_room() {
-            d.stats.queue_drops.add(frame.len());
+        if !d.admit(frame) {
             return false;
         }
-        d.queue.push_back(frame);
-        d.stats.max_queue_depth = d.stats.max_queue_depth.max(d.queue.len());
         if !d.busy {
             self.start_tx(link, dir);
         }
@@ -207,7 +204,7 @@ impl<N: Node> Sim<N> {
         let sender = l.sender(dir).0;
         let d = l.dir_mut(dir);
         d.busy = false;
-        if let Some(frame) = d.queue.pop_front() {
+        if let Some(frame) = d.pop() {
             d.stats.transmitted.add(frame.len());
             let arrive = self.now + d.cfg.latency;
             match d.rng.decide(&d.cfg) {

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use epic_proto::cc::{EcnCounters, EcnMarker};
 use epic_proto::time::Instant;
 
 use crate::capture::Capture;
@@ -164,6 +165,34 @@ impl<N: Node> Sim<N> {
         // A larger FIFO may unblock the sender.
         self.dirty.insert(l.sender(dir).0 .0);
         Ok(())
+    }
+
+    /// Turns ECN marking on (`Some`) or off (`None`) at one direction's
+    /// egress FIFO, from the next frame on. Off by default. A marker from
+    /// [`EcnMarker::try_new`] with
+    /// [`EcnConfig::for_capacity`](epic_proto::cc::EcnConfig::for_capacity)
+    /// of the FIFO's bytes marks every ECN-capable frame while half the
+    /// FIFO is still free. See the `link` module docs for the model.
+    /// [CC-100] [CC-104]
+    pub fn set_link_ecn(
+        &mut self,
+        link: LinkId,
+        dir: Direction,
+        marker: Option<EcnMarker>,
+    ) -> Result<(), SimError> {
+        let l = self
+            .links
+            .get_mut(link.0)
+            .ok_or(SimError::UnknownLink(link))?;
+        l.dir_mut(dir).ecn = marker;
+        Ok(())
+    }
+
+    /// The decisions of one direction's congestion point, if it has one.
+    /// [CC-109]
+    pub fn link_ecn(&self, link: LinkId, dir: Direction) -> Option<&EcnCounters> {
+        let l = self.links.get(link.0)?;
+        l.dir(dir).ecn.as_ref().map(EcnMarker::counters)
     }
 
     /// The node, if `id` exists.

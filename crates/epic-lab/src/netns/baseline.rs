@@ -85,6 +85,7 @@ pub(crate) fn run_baseline(
                 },
                 retransmissions: 0,
                 drops: 0,
+                ce_marks: 0,
                 error: (!m.correct).then(|| "an MPI rank's output was wrong".to_string()),
             }
         })

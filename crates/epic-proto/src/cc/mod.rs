@@ -13,7 +13,8 @@
 //!   per interval for CE-marked packets.
 //! - [`EcnMarker`] (switch egress queue): DCQCN's congestion point, RED-like
 //!   CE marking between Kmin and Kmax with a caller's draw or a
-//!   deterministic accumulator.
+//!   deterministic accumulator; [`EcnMarker::mark_frame`] applies it to
+//!   a frame (CE in the IPv4 ECN field, checksum fixed, ICRC untouched).
 //!
 //! The blocks live here rather than under `roce` because they are not RC:
 //! Mode III hops and Mode I edges run them too, and they need neither
@@ -56,6 +57,7 @@
 //! saturating or widened to `u128`, and configurations are checked by
 //! `validate` (a `try_new` refuses a bad one with [`ConfigError`]).
 
+mod ce;
 mod dcqcn;
 mod error;
 mod mark;
@@ -63,6 +65,7 @@ mod notify;
 mod rtt;
 mod timer;
 
+pub use ce::{frame_ecn, set_ce, FrameMark};
 pub use dcqcn::{DcqcnConfig, DcqcnCounters, ReactionPoint, ALPHA_ONE};
 pub use error::ConfigError;
 pub use mark::{EcnConfig, EcnCounters, EcnMarker, MarkVerdict};
