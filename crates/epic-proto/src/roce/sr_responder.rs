@@ -190,7 +190,10 @@ impl<R: AsMut<[u8]>> Responder<R> {
         let mut ack = match self.execute(cfg, request, ext, payload, counters, cq) {
             Exec::Done { ack_req } => ack_req,
             // RNR or fatal: E stays, the window with it. [SR-013]
-            Exec::Refused(verdict) => return verdict,
+            Exec::Refused(verdict) => {
+                sr.ack_due |= had_gap;
+                return verdict;
+            }
         };
         let top = match sr.window.receive(psn) {
             Arrival::InOrder { advanced_to } => advanced_to,
@@ -220,6 +223,9 @@ impl<R: AsMut<[u8]>> Responder<R> {
                     // Refused (RNR): the window goes back to expect it,
                     // and keeps what followed. [SR-013]
                     sr.rewind(next, top);
+                    // The state goes after the RNR NAK: should the NAK be
+                    // lost, the SACK alone shows the PSN missing. [SR-014]
+                    sr.ack_due |= sr.window.has_gap();
                     return verdict;
                 }
             }

@@ -265,6 +265,35 @@ fn rnr_while_draining_keeps_the_rest() {
     assert_eq!(completions(&mut p.a).len(), 3);
 }
 
+/// [SR-013] [SR-015]: a PSN a SACK once reported and the responder then
+/// refused (RNR while draining) is missing again when a later SACK no
+/// longer reports it, even if the RNR NAK itself was lost: it is resent at
+/// once, not after a timeout.
+#[test]
+fn a_sack_that_stops_reporting_a_psn_makes_it_a_hole_again() {
+    let mut p = sr_pair();
+    p.b.post_recv(WrId(1), vec![0; 64]).unwrap();
+    for i in 0..3u64 {
+        p.a.post_send(WrId(i), SendOp::Send, vec![i as u8; 10])
+            .unwrap();
+    }
+    let sent = p.a_to_b(); // PSNs 0, 1, 2
+    p.deliver_to_b(&sent[1..]);
+    let sack = p.b_to_a();
+    assert_eq!(sack_of(&sack[0]).words(), &[0x6000_0000], "1 and 2 kept");
+    p.deliver_to_a(&sack);
+    let resent = p.a_to_b();
+    assert_eq!(psns(&resent), [0]);
+    p.deliver_to_b(&resent); // 0 runs, 1 finds no receive: RNR
+    let out = p.b_to_a();
+    assert!(matches!(out[0].syndrome, Some(Syndrome::RnrNak { .. })));
+    assert_eq!(out[1].opcode, Opcode::RcSack);
+    assert_eq!(sack_of(&out[1]).words(), &[0x4000_0000], "only 2 kept now");
+    p.deliver_to_a(&out[1..]); // the RNR NAK is lost
+    assert_eq!(psns(&p.a_to_b()), [1], "1 is a hole again");
+    assert_eq!(p.a.counters().timeouts, 0);
+}
+
 /// A clean round trip of `rtt`: one packet out, its ACK back `rtt` later.
 fn warm_up(p: &mut Pair, rtt: Duration) {
     send(p, 100, 10);
