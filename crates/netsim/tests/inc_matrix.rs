@@ -34,10 +34,11 @@ fn lossy_matrix() {
     }
 }
 
-/// [SR-010] [SR-030] [SR-031] The SR profile in Mode II: every collective
-/// under 1, 5 and 15 % loss with reordering and duplication on Tree-2-4
-/// and Tree-3-2, every result checked (AllReduce SACKs reflected, the
-/// other patterns' SACKs taken as ACKs of their cumulative points); and
+/// [SR-010] [SR-030] [SR-031] [SR-032] The SR profile in Mode II: every
+/// collective under 1, 5 and 15 % loss with reordering and duplication on
+/// Tree-2-4 and Tree-3-2 (`EPIC_INC_SWEEP=full`: 20 seeds), every result
+/// checked (AllReduce SACKs reflected, the other patterns' SACKs forwarded
+/// as the ACK of their cumulative point or the NAK of its first hole); and
 /// SR refused toward Modes I and III, whose switches run go-back-N.
 #[test]
 fn sr_lossy_matrix() {

@@ -29,8 +29,8 @@ use super::shared::Shared;
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{
-    AethRepr, EpicHeaderRepr, ExtHeaders, ImmDtRepr, Opcode, RoceFrame, Syndrome, EPIC_HEADER_LEN,
-    EPIC_IMM_TAG,
+    AethRepr, EpicHeaderRepr, ExtHeaders, ImmDtRepr, Opcode, RoceFrame, SackPacket, SackRepr,
+    Syndrome, EPIC_HEADER_LEN, EPIC_IMM_TAG,
 };
 
 /// What a packet entering the Up pipe carries.
@@ -184,7 +184,23 @@ impl Translating for Translated {
         aeth: AethRepr,
         sacketh: &[u8],
     ) {
-        if !Self::reflect_sack(s, io, ep, psn, aeth, sacketh) {
+        if Self::reflect_sack(s, io, ep, psn, aeth, sacketh) {
+            return;
+        }
+        // A SACK that reports PSNs after its cumulative point C has a
+        // hole at C + 1 (bit 0 is always clear, [WIRE-054]): it goes on as
+        // the sequence NAK of C + 1, which acknowledges C, and is forwarded
+        // as NAKs are ([M2-032], [M2-033]); an SR sender resends that PSN
+        // alone at once ([SR-015]) instead of after a timeout. [SR-032]
+        let holes = SackRepr::parse(&SackPacket::new_unchecked(sacketh), psn)
+            .is_ok_and(|k| k.words().iter().any(|w| *w != 0));
+        if holes {
+            let nak = AethRepr {
+                syndrome: Syndrome::NAK_SEQ,
+                msn: aeth.msn,
+            };
+            self.ack_msg(s, io, ep, psn.next(), nak);
+        } else {
             self.ack_msg(s, io, ep, psn, aeth);
         }
     }
@@ -319,7 +335,10 @@ impl Translated {
                 },
             ),
             Some(PipeId::Down) => {
-                // Replicate downstream packets as they are. [M2-020]
+                // Replicate downstream packets as they are, noting only how
+                // far the sender has sent: a NAK forwarded to it for a PSN
+                // it sent stays a NAK ([M2-033], [M2-035]). [M2-020]
+                self.note_rcvd(ep, psn);
                 let outs = s.shape.outs(pattern, PipeId::Down);
                 let pkt = Outgoing {
                     opcode: f.bth.opcode,

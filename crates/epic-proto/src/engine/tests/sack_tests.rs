@@ -84,42 +84,52 @@ fn mode2_allreduce_reflects_a_rank_sack_to_it() {
     assert!(data.iter().any(|d| d.0 == 2), "{data:?}");
 }
 
-/// [SR-030] A SACK replaces the rank's pending ACK, and in a pattern
-/// other than AllReduce it is the ACK of its cumulative point: a
-/// Broadcast receiver's SACK moves its acknowledged point like an ACK.
+/// [SR-030] [SR-032] Mode II Broadcast: a receiver's SACK with nothing
+/// after its cumulative point is the ACK of that point; one that reports
+/// PSNs after it is the NAK of its first hole, forwarded to the root from
+/// the slowest receiver's point as NAKs are ([M2-033]).
 #[test]
-fn mode2_broadcast_takes_a_sack_as_the_ack_of_its_cumulative_point() {
-    let acked = |sack: bool| {
+fn mode2_broadcast_forwards_a_sack_as_an_ack_or_the_nak_of_its_hole() {
+    // What the root (rank 0, the sender) hears when receiver 3 answers
+    // with `last` after receivers 1 and 2 acknowledged everything.
+    let root_hears = |last: &dyn Fn(&Rig) -> Vec<u8>| {
         let mut r = started(Mode::Translated, Collective::Broadcast);
-        for k in 1..=3 {
+        for k in 1..=4 {
             r.data(0, psn(100 + k), &block(0, k));
         }
         r.sent();
-        for ep in 1..4 {
-            let f = if sack && ep == 3 {
-                sack_frame(&r, ep, psn(102), &[0x4000_0000])
-            } else {
-                r.ack_frame_from(r.peer_ip(ep), ep, psn(102))
-            };
-            r.deliver(ep, &f);
+        for ep in 1..3 {
+            r.ack(ep, psn(104));
         }
-        // What the root (rank 0, the sender) hears.
-        let acks: Vec<_> = r
+        r.sent();
+        let f = last(&r);
+        r.deliver(3, &f);
+        let heard: Vec<_> = r
             .sent()
             .iter()
             .filter(|s| s.port == 0)
             .filter_map(|s| s.ack())
             .collect();
-        (acks, r.eng.counters().rx_sacks, r.eng.counters().tx_sacks)
+        (heard, r.eng.counters().rx_sacks, r.eng.counters().tx_sacks)
     };
-    let (with_acks, ..) = acked(false);
-    let (with_sack, rx, tx) = acked(true);
-    assert!(
-        with_acks.iter().any(|(p, _)| *p == psn(102)),
-        "the root hears of 102: {with_acks:?}"
+    let (acked, ..) = root_hears(&|r| r.ack_frame_from(r.peer_ip(3), 3, psn(102)));
+    let (empty, rx, tx) = root_hears(&|r| sack_frame(r, 3, psn(102), &[0]));
+    assert_eq!(acked.len(), 1, "{acked:?}");
+    assert_eq!(acked[0].0, psn(102));
+    assert_eq!(
+        empty, acked,
+        "an empty SACK is the ACK of its cumulative point"
     );
-    assert_eq!(with_sack, with_acks, "the SACK counts as the ACK of 102");
     assert_eq!((rx, tx), (1, 0));
+    // Receiver 3 holds 104 but misses 103.
+    let (holed, ..) = root_hears(&|r| sack_frame(r, 3, psn(102), &[0x4000_0000]));
+    assert_eq!(holed.len(), 1, "{holed:?}");
+    assert_eq!(holed[0].0, psn(103));
+    assert_eq!(
+        holed[0].1.syndrome,
+        Syndrome::NAK_SEQ,
+        "the NAK of the hole"
+    );
 }
 
 /// [SR-030] Mode III hops run go-back-N: a rank's SACK of the results is
