@@ -664,8 +664,13 @@ impl IncEngine {
         }
     }
 
-    /// Fires every timer due at `now`. [M3-040]
+    /// Fires every timer due at `now`. A call before
+    /// [`poll_timeout`](Self::poll_timeout)'s instant does nothing, not
+    /// even refresh a cached deadline. [M3-040]
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.poll_timeout().is_none_or(|d| d > now) {
+            return;
+        }
         for i in 0..self.contexts.len() {
             let Some(ci) = self.contexts.slots().get(i).copied() else {
                 break;
