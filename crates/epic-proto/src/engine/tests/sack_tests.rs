@@ -348,3 +348,63 @@ fn mode2_gbn_group_keeps_no_sack_state() {
     ctx.set_transport(Transport::Gbn);
     assert_eq!(ctx.transport_bytes(), 0);
 }
+
+/// [WIRE-055] [SR-033] [SR-034] Whatever the receivers report, in any
+/// order (SACKs with any bitmap, ACKs, out-of-date SACKs), every SACK the
+/// root hears reports received only PSNs that every receiver has reported
+/// received, and none after the invocation's last PSN (108); its
+/// cumulative point never runs ahead of the slowest receiver ([M2-033]).
+#[test]
+fn mode2_broadcast_merge_never_claims_what_a_receiver_lacks() {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut heard = 0usize;
+    for _ in 0..40 {
+        let mut r = broadcast(sr());
+        // What each receiver reported: its furthest cumulative point and
+        // every PSN a SACK listed.
+        let mut through = [psn(99); 4];
+        let mut listed: [Vec<Psn>; 4] = Default::default();
+        for _ in 0..30 {
+            let ep = 1 + (next() % 3) as u16;
+            let c = psn(99 + (next() % 10) as u32);
+            let f = if next() % 4 == 0 {
+                r.ack_frame_from(r.peer_ip(ep), ep, c)
+            } else {
+                let words = [(next() as u32) & 0x7fff_ffff, next() as u32];
+                let n = 1 + (next() % 2) as usize;
+                let s = SackRepr::from_words(c, &words[..n]).unwrap();
+                listed[usize::from(ep)].extend(
+                    s.ranges()
+                        .flat_map(|(a, b)| (0..=b.distance_from(a)).map(move |i| a.add(i))),
+                );
+                sack_frame(&r, ep, c, &words[..n])
+            };
+            let t = &mut through[usize::from(ep)];
+            if c.is_after(*t) {
+                *t = c;
+            }
+            r.deliver(ep, &f);
+            let (sacks, _) = root_heard(&r.sent());
+            for m in sacks {
+                heard += 1;
+                let holds = |ep: usize, p: Psn| !p.is_after(through[ep]) || listed[ep].contains(&p);
+                for (ep, t) in through.iter().enumerate().skip(1) {
+                    assert!(!m.cumulative().is_after(*t), "{m} ahead of {ep}");
+                }
+                assert!(!m.highest_received().is_after(psn(108)), "{m}");
+                for (a, b) in m.ranges() {
+                    for p in (0..=b.distance_from(a)).map(|i| a.add(i)) {
+                        assert!((1..4).all(|ep| holds(ep, p)), "{m} claims {p}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(heard > 20, "the merge was reached {heard} times");
+}
