@@ -134,6 +134,12 @@ pub struct EngineCounters {
     pub tx_naks: u64,
     /// Mode III: CNPs sent.
     pub tx_cnps: u64,
+    /// Mode III: ACKs sent to another switch only to widen its credit
+    /// when a pipe moved. [M3-028]
+    pub window_updates: u64,
+    /// Mode III: a timer found nothing outstanding toward a switch that
+    /// held us to its edge, and the edge was forgotten. [M3-027]
+    pub credit_probes: u64,
     /// Mode I: work requests an edge's RC endpoint failed (the endpoint is
     /// then in the error state). [M1-040]
     pub transport_errors: u64,

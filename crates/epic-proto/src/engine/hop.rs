@@ -36,6 +36,13 @@ pub(crate) struct Hop {
     pub(crate) rnr_until: Option<Instant>,
     /// A CNP to send (rate synchronization). [M3-060]
     pub(crate) cnp: bool,
+    /// A switch peer: the first PSN its pipe does not take, as its last
+    /// ACK named it; `None` while unknown (and for ranks). [M3-027]
+    pub(crate) peer_edge: Option<Psn>,
+    /// The pipe the peer's packets last entered. [M3-026]
+    pub(crate) rx_pipe: Option<PipeId>,
+    /// The edge last advertised to a switch peer. [M3-028]
+    pub(crate) adv_edge: Option<Psn>,
 }
 
 impl Hop {
@@ -53,6 +60,9 @@ impl Hop {
             deadline: None,
             rnr_until: None,
             cnp: false,
+            peer_edge: None,
+            rx_pipe: None,
+            adv_edge: None,
         };
         h.set_start_psn(start);
         h
@@ -72,6 +82,8 @@ impl Hop {
         self.last_acked = start.sub(1);
         self.max_sent = start.sub(1);
         self.next_send = start;
+        self.peer_edge = None;
+        self.adv_edge = None;
     }
 
     /// The arrival bits of one pipe.

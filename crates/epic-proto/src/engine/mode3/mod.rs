@@ -3,6 +3,7 @@
 //! [psnStart, psnStart + N), psnStart = min(lastAcked) + 1 over the pipe's
 //! outputs. [M3-001]
 
+mod credit;
 mod pipes;
 mod state;
 

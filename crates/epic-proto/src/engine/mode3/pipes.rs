@@ -2,6 +2,7 @@
 //! pipes, ACKs move the pipes' ranges, and data leaves and is resent out
 //! of the pipes. [M3-001]
 
+use super::credit::take_credit;
 use super::state::Augmented;
 use crate::engine::alignment::Flow;
 use crate::engine::config::{Peer, Pitfall, INVOCATION_SLOTS};
@@ -186,6 +187,7 @@ impl Augmented {
         let (Some(h), Some(e)) = (hops.get_mut(ep.index()), s.eps.get_mut(ep.index())) else {
             return;
         };
+        h.rx_pipe = Some(pkt.pipe);
         let pitfall = io.cfg.pitfall == Some(Pitfall::Mode3WithMode2Recycle);
         // Test-only mutant: every PSN is taken as in range. [M3-020]
         #[cfg(feature = "mutants")]
@@ -444,6 +446,7 @@ impl Augmented {
         if !advanced {
             return;
         }
+        self.window_updates(s, io, id);
         // Senders turned away at the window's edge are invited back. [M3-024]
         for (i, h) in self.hops.iter_mut().enumerate() {
             if h.window_drop {
@@ -519,6 +522,8 @@ impl Augmented {
                     }
                     q = inv.end;
                 }
+                // Never past a switch peer's range. [M3-027]
+                Some(_) if h.peer_edge.is_some_and(|e| !q.is_before(e)) => return None,
                 Some(p) => return self.pipe(p).holds_complete(q).then_some((q, p, slot)),
             }
         }
@@ -585,13 +590,16 @@ impl Augmented {
         };
         let timeout = io.cfg.retransmit_timeout;
         let h = self.hops.get_mut(ep.index())?;
+        // The first packet outstanding starts the retransmission timer,
+        // whatever a credit probe timer had armed. [M3-027] [M3-040]
+        let idle = h.last_acked == h.max_sent;
         if !q.is_after(h.max_sent) {
             io.counters.tx_retransmits += 1;
         } else {
             h.max_sent = q;
         }
         h.next_send = q.next();
-        if h.deadline.is_none() {
+        if h.deadline.is_none() || idle {
             h.deadline = Some(io.now.saturating_add(timeout));
         }
         Some(len)
@@ -624,6 +632,12 @@ impl Augmented {
                 return;
             }
         };
+        if matches!(
+            s.eps.get(ep.index()).map(|e| e.cfg.peer),
+            Some(Peer::Switch)
+        ) {
+            take_credit(e, through, aeth.msn);
+        }
         // A peer that acknowledges past what we sent has all we sent (it
         // skipped a range in which we send nothing). [M3-030]
         let through = if through.is_after(e.max_sent) {
@@ -643,6 +657,12 @@ impl Augmented {
             retransmission(e, from, now, timeout);
         } else if !advanced {
             io.drop(EngineDropReason::AckIgnored);
+        }
+        // A switch that holds us to an edge gets a probe if no ACK comes
+        // for a timeout: the ACK that widened it may have been lost.
+        // [M3-027]
+        if e.peer_edge.is_some() && e.deadline.is_none() {
+            e.deadline = Some(now.saturating_add(timeout));
         }
         s.list(io, ep);
         if advanced {
@@ -689,6 +709,19 @@ impl Augmented {
             if e.rnr_until.is_some_and(|t| t <= now) {
                 e.rnr_until = None;
                 s.list(io, i);
+            }
+            if e.deadline.is_some_and(|t| t <= now)
+                && e.peer_edge.is_some()
+                && e.last_acked == e.max_sent
+            {
+                // Nothing outstanding, held at a switch's edge: forget the
+                // edge and send; the peer takes the packet or turns it away
+                // and NAKs with its credit. [M3-027]
+                e.deadline = None;
+                e.peer_edge = None;
+                io.counters.credit_probes += 1;
+                s.list(io, i);
+                continue;
             }
             if e.deadline.is_some_and(|t| t <= now) {
                 io.counters.timeouts += 1;

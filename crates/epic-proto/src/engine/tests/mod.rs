@@ -1,6 +1,7 @@
 //! The engine's tests that span modules, and their rig.
 
 mod alignment_tests;
+mod credit_tests;
 mod deadline_tests;
 mod install_tests;
 mod lend_tests;

@@ -1,0 +1,111 @@
+//! Credit between switches in Mode III. A hop takes only PSNs in its
+//! pipe's range [psnStart, psnStart + N), and psnStart moves with the
+//! pipe's downstream, not with its sender: a sending switch that runs
+//! ahead of a slower downstream would have its packets turned away and,
+//! under go-back-N, resend up to N of them for every turn-away
+//! (`docs/CLEAN-LINK-STORM.md`). So a switch tells another switch, in
+//! every ACK or NAK it sends it, how far it may send, and says so again
+//! when its range moves: flow control, not loss recovery, keeps a clean
+//! fabric clean. Ranks are RC QPs that read the AETH's MSN as theirs and
+//! are not told. [M3-026] [M3-027] [M3-028]
+
+use super::state::Augmented;
+use crate::engine::config::Peer;
+use crate::engine::endpoint::Response;
+use crate::engine::hop::Hop;
+use crate::engine::id::EdgeId;
+use crate::engine::invocation::PipeId;
+use crate::engine::io::Io;
+use crate::engine::shared::Shared;
+use crate::psn::Psn;
+use crate::wire::Syndrome;
+
+/// The MSN that carries no credit: what a switch sends before it has taken
+/// a packet of this sender into a pipe (it does not know which range to
+/// name), and what a switch that does not implement credit sends. Any
+/// other MSN m grants m − 1 PSNs. [M3-026] [M3-027]
+pub(crate) const NO_CREDIT_INFO: u32 = 0;
+
+/// The largest credit an MSN carries.
+const MAX_CREDIT: u32 = 0x00ff_fffe;
+
+impl Augmented {
+    /// The MSN of a response to `ep` that acknowledges through `through`:
+    /// one more than the number of PSNs after `through` the pipe this
+    /// sender's packets enter still takes, and the edge that names.
+    /// [M3-026]
+    fn credit(&self, ep: EdgeId, through: Psn) -> (u32, Option<Psn>) {
+        let Some(pipe) = self.hops.get(ep.index()).and_then(|h| h.rx_pipe) else {
+            return (NO_CREDIT_INFO, None);
+        };
+        let pipe = self.pipe(pipe);
+        let edge = pipe.psn_start.add(pipe.n);
+        let from = through.next();
+        match edge.distance_from(from) {
+            // The range ends before `from`: nothing more for now.
+            c if c >= Psn::HALF => (1, Some(from)),
+            c => (c.min(MAX_CREDIT) + 1, Some(edge)),
+        }
+    }
+
+    /// Stamps the response waiting for `ep`, if `ep` is a switch, with the
+    /// credit as it stands now, just before it leaves. [M3-026]
+    pub(crate) fn stamp_credit(&mut self, s: &mut Shared, ep: EdgeId) {
+        let Some(e) = s.eps.get(ep.index()) else {
+            return;
+        };
+        let Some(r) = e.response.filter(|_| matches!(e.cfg.peer, Peer::Switch)) else {
+            return;
+        };
+        let (credit, edge) = self.credit(ep, r.acked_through());
+        if let Some(r) = s.eps.get_mut(ep.index()).and_then(|e| e.response.as_mut()) {
+            r.msn = credit;
+        }
+        if let Some(h) = self.hops.get_mut(ep.index()) {
+            h.adv_edge = edge;
+        }
+    }
+
+    /// Pipe `id` moved: every switch whose packets enter it and that has
+    /// less than half a pipe of credit left gets an ACK, which carries the
+    /// new edge. [M3-028]
+    pub(crate) fn window_updates(&mut self, s: &mut Shared, io: &mut Io<'_>, id: PipeId) {
+        let pipe = self.pipe(id);
+        let (edge, half) = (pipe.psn_start.add(pipe.n), pipe.n / 2);
+        for (i, h) in self.hops.iter().enumerate() {
+            let Some(adv) = h.adv_edge.filter(|_| h.rx_pipe == Some(id)) else {
+                continue;
+            };
+            let ep = EdgeId(u16::try_from(i).unwrap_or(u16::MAX));
+            let switch = s
+                .eps
+                .get(i)
+                .is_some_and(|e| matches!(e.cfg.peer, Peer::Switch));
+            let left = adv.distance_from(h.max_rcvd.next());
+            let left = if left >= Psn::HALF { 0 } else { left };
+            if switch && edge.is_after(adv) && left < half {
+                io.counters.window_updates += 1;
+                let r = Response {
+                    syndrome: Syndrome::ACK,
+                    psn: h.ack_point(),
+                    msn: 0,
+                };
+                s.respond(io, ep, r);
+            }
+        }
+    }
+}
+
+/// The sending side: the edge an ACK (or sequence NAK) from a switch
+/// names with MSN m ≥ 1, `through + 1 + (m − 1)`, moves the hop's limit
+/// forward, never back (a late ACK names an older edge). MSN 0 names
+/// none. [M3-027]
+pub(crate) fn take_credit(h: &mut Hop, through: Psn, msn: u32) {
+    if msn == NO_CREDIT_INFO {
+        return;
+    }
+    let edge = through.next().add((msn & 0x00ff_ffff).saturating_sub(1));
+    if h.peer_edge.is_none_or(|old| edge.is_after(old)) {
+        h.peer_edge = Some(edge);
+    }
+}
