@@ -1,7 +1,7 @@
 //! What a communicator counts. [COMM-013]
 
 use epic_io::PortStats;
-use epic_proto::roce::Counters;
+use epic_proto::roce::{Counters, DropReason};
 
 /// A communicator's counters since it was built. [COMM-013]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,7 +37,10 @@ pub struct CommStats {
     pub seq_naks: u64,
     /// RNR NAKs the QPs received.
     pub rnr_naks: u64,
-    /// Frames the QPs dropped (duplicates, bad checksums, …).
+    /// Frames the QPs dropped (duplicates, bad checksums, …). A response
+    /// the responder merged into a newer one before sending it
+    /// (`response_coalesced`) is not a frame dropped and is not counted,
+    /// as Mode I's edges do not count it either.
     pub qp_drops: u64,
     /// Frames addressed to no QP of this rank, or not RoCEv2.
     pub unknown_frames: u64,
@@ -53,7 +56,7 @@ impl CommStats {
         self.qp_timeouts += c.timeouts;
         self.seq_naks += c.rx_seq_naks;
         self.rnr_naks += c.rx_rnr_naks;
-        self.qp_drops += c.total_drops();
+        self.qp_drops += c.total_drops() - c.drops(DropReason::ResponseCoalesced);
     }
 
     /// Takes the transport's counters.

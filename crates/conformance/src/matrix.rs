@@ -119,7 +119,7 @@ fn by_id(id: &str) -> Option<&'static str> {
         "CTL-011" | "CTL-014" => "a control message for another group or out of order has no effect a conforming or broken DUT shows on the wire of a one-group tree; covered by epic-proto's engine tests",
         "CTL-020" | "M1-011" | "M1-012" | "M1-040" => "state bounds, arena accounting and counters: not visible on the wire; covered by epic-proto's engine and install tests",
         "M1-050" | "M2-034" => "host-side rule (the ranks' QPs), exercised by every Mode I and Mode II case's ranks; covered by netsim's inc tests",
-        "M3-026" | "M3-027" | "M3-028" => {
+        "M3-026" | "M3-027" | "M3-028" | "M3-029" => {
             "credit between switches: the cases' switch peers grant it, but no v1 check isolates it yet; covered by epic-proto's credit tests and the lab's clean-link rows"
         }
         "M3-041" | "M3-050" | "M3-060" | "M3-025" | "M3-030" => {

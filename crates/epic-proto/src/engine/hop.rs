@@ -43,6 +43,14 @@ pub(crate) struct Hop {
     pub(crate) rx_pipe: Option<PipeId>,
     /// The edge last advertised to a switch peer. [M3-028]
     pub(crate) adv_edge: Option<Psn>,
+    /// A switch peer: the next packet is a credit probe, after which the
+    /// edge stands right behind it. [M3-027]
+    pub(crate) probe: bool,
+    /// A rank peer: an ACK to it was held back short of `epsn − 1`.
+    /// [M3-029]
+    pub(crate) held_ack: bool,
+    /// A rank peer: the highest PSN an ACK sent to it named. [M3-029]
+    pub(crate) rank_acked: Psn,
 }
 
 impl Hop {
@@ -63,6 +71,9 @@ impl Hop {
             peer_edge: None,
             rx_pipe: None,
             adv_edge: None,
+            held_ack: false,
+            probe: false,
+            rank_acked: start,
         };
         h.set_start_psn(start);
         h
@@ -84,6 +95,9 @@ impl Hop {
         self.next_send = start;
         self.peer_edge = None;
         self.adv_edge = None;
+        self.held_ack = false;
+        self.probe = false;
+        self.rank_acked = start.sub(1);
     }
 
     /// The arrival bits of one pipe.

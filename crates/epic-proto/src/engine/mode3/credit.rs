@@ -6,8 +6,9 @@
 //! (`docs/CLEAN-LINK-STORM.md`). So a switch tells another switch, in
 //! every ACK or NAK it sends it, how far it may send, and says so again
 //! when its range moves: flow control, not loss recovery, keeps a clean
-//! fabric clean. Ranks are RC QPs that read the AETH's MSN as theirs and
-//! are not told. [M3-026] [M3-027] [M3-028]
+//! fabric clean. Ranks are RC QPs that read the AETH's MSN as theirs: they
+//! are held by their ACKs instead, which go no further than half a pipe
+//! before the edge. [M3-026] [M3-027] [M3-028] [M3-029]
 
 use super::state::Augmented;
 use crate::engine::config::Peer;
@@ -16,6 +17,7 @@ use crate::engine::hop::Hop;
 use crate::engine::id::EdgeId;
 use crate::engine::invocation::PipeId;
 use crate::engine::io::Io;
+use crate::engine::modules::send_ack::Arrival;
 use crate::engine::shared::Shared;
 use crate::psn::Psn;
 use crate::wire::Syndrome;
@@ -48,22 +50,53 @@ impl Augmented {
         }
     }
 
-    /// Stamps the response waiting for `ep`, if `ep` is a switch, with the
-    /// credit as it stands now, just before it leaves. [M3-026]
-    pub(crate) fn stamp_credit(&mut self, s: &mut Shared, ep: EdgeId) {
+    /// Stamps the response waiting for `ep` just before it leaves: toward
+    /// a switch, the credit as it stands now ([M3-026]); toward a rank, an
+    /// ACK held back to half a pipe before the edge ([M3-029]).
+    pub(crate) fn stamp_response(&mut self, s: &mut Shared, ep: EdgeId) {
         let Some(e) = s.eps.get(ep.index()) else {
             return;
         };
-        let Some(r) = e.response.filter(|_| matches!(e.cfg.peer, Peer::Switch)) else {
+        let Some(r) = e.response else {
             return;
         };
-        let (credit, edge) = self.credit(ep, r.acked_through());
-        if let Some(r) = s.eps.get_mut(ep.index()).and_then(|e| e.response.as_mut()) {
-            r.msn = credit;
+        match e.cfg.peer {
+            Peer::Switch => {
+                let (credit, edge) = self.credit(ep, r.acked_through());
+                if let Some(r) = s.eps.get_mut(ep.index()).and_then(|e| e.response.as_mut()) {
+                    r.msn = credit;
+                }
+                if let Some(h) = self.hops.get_mut(ep.index()) {
+                    h.adv_edge = edge;
+                }
+            }
+            Peer::Rank(_) if r.syndrome.is_ack() => {
+                let limit = self.rank_ack_limit(ep);
+                let (Some(h), Some(r)) = (
+                    self.hops.get_mut(ep.index()),
+                    s.eps.get_mut(ep.index()).and_then(|e| e.response.as_mut()),
+                ) else {
+                    return;
+                };
+                if let Some(limit) = limit.filter(|l| r.psn.is_after(*l)) {
+                    r.psn = limit;
+                    h.held_ack = true;
+                }
+                if r.psn.is_after(h.rank_acked) {
+                    h.rank_acked = r.psn;
+                }
+            }
+            Peer::Rank(_) => {}
         }
-        if let Some(h) = self.hops.get_mut(ep.index()) {
-            h.adv_edge = edge;
-        }
+    }
+
+    /// The furthest PSN an ACK to rank `ep` may name: half a pipe before
+    /// the edge of the pipe its packets enter, so that a rank whose window
+    /// is at most half a pipe (the lab's and commlib's sizing, N ≥
+    /// 2·(M·W + 1)) never sends past the edge. [M3-029]
+    pub(crate) fn rank_ack_limit(&self, ep: EdgeId) -> Option<Psn> {
+        let pipe = self.pipe(self.hops.get(ep.index())?.rx_pipe?);
+        Some(pipe.psn_start.add(pipe.n / 2).sub(1))
     }
 
     /// Pipe `id` moved: every switch whose packets enter it and that has
@@ -72,18 +105,22 @@ impl Augmented {
     pub(crate) fn window_updates(&mut self, s: &mut Shared, io: &mut Io<'_>, id: PipeId) {
         let pipe = self.pipe(id);
         let (edge, half) = (pipe.psn_start.add(pipe.n), pipe.n / 2);
-        for (i, h) in self.hops.iter().enumerate() {
-            let Some(adv) = h.adv_edge.filter(|_| h.rx_pipe == Some(id)) else {
+        for (i, h) in self.hops.iter_mut().enumerate() {
+            if h.rx_pipe != Some(id) {
                 continue;
-            };
+            }
             let ep = EdgeId(u16::try_from(i).unwrap_or(u16::MAX));
-            let switch = s
-                .eps
-                .get(i)
-                .is_some_and(|e| matches!(e.cfg.peer, Peer::Switch));
-            let left = adv.distance_from(h.max_rcvd.next());
-            let left = if left >= Psn::HALF { 0 } else { left };
-            if switch && edge.is_after(adv) && left < half {
+            let update = match s.eps.get(i).map(|e| e.cfg.peer) {
+                Some(Peer::Switch) => h.adv_edge.is_some_and(|adv| {
+                    let left = adv.distance_from(h.max_rcvd.next());
+                    let left = if left >= Psn::HALF { 0 } else { left };
+                    edge.is_after(adv) && left < half
+                }),
+                // A rank whose ACK was held back hears the rest. [M3-029]
+                Some(Peer::Rank(_)) => core::mem::take(&mut h.held_ack),
+                None => false,
+            };
+            if update {
                 io.counters.window_updates += 1;
                 let r = Response {
                     syndrome: Syndrome::ACK,
@@ -94,6 +131,29 @@ impl Augmented {
             }
         }
     }
+}
+
+/// Whether the ACK `r` to a peer goes out, held back to `limit` (from
+/// [`Augmented::rank_ack_limit`]) if the peer is a rank: an in-order
+/// arrival whose held ACK would name no more than the rank already heard
+/// sends nothing (it would only be a duplicate ACK for the rank to drop);
+/// a duplicate arrival is always answered, so that a rank whose ACK was
+/// lost learns where it stands. [M3-029]
+pub(crate) fn hold_rank_ack(
+    h: &mut Hop,
+    peer: Peer,
+    r: Response,
+    limit: Option<Psn>,
+    arrival: Arrival,
+) -> bool {
+    let (Peer::Rank(_), true, Some(limit)) = (peer, r.syndrome.is_ack(), limit) else {
+        return true;
+    };
+    if !r.psn.is_after(limit) {
+        return true;
+    }
+    h.held_ack = true;
+    arrival != Arrival::InOrder || limit.is_after(h.rank_acked)
 }
 
 /// The sending side: the edge an ACK (or sequence NAK) from a switch

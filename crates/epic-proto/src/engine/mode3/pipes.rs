@@ -2,7 +2,7 @@
 //! pipes, ACKs move the pipes' ranges, and data leaves and is resent out
 //! of the pipes. [M3-001]
 
-use super::credit::take_credit;
+use super::credit::{hold_rank_ack, take_credit};
 use super::state::Augmented;
 use crate::engine::alignment::Flow;
 use crate::engine::config::{Peer, Pitfall, INVOCATION_SLOTS};
@@ -187,7 +187,11 @@ impl Augmented {
         let (Some(h), Some(e)) = (hops.get_mut(ep.index()), s.eps.get_mut(ep.index())) else {
             return;
         };
-        h.rx_pipe = Some(pkt.pipe);
+        // Credit names the pipe the peer's data enters; a control message
+        // enters the Up pipe whatever the pattern. [M3-026]
+        if !pkt.control {
+            h.rx_pipe = Some(pkt.pipe);
+        }
         let pitfall = io.cfg.pitfall == Some(Pitfall::Mode3WithMode2Recycle);
         // Test-only mutant: every PSN is taken as in range. [M3-020]
         #[cfg(feature = "mutants")]
@@ -269,9 +273,12 @@ impl Augmented {
             }
         }
         self.advance_epsn(s, ep);
+        let limit = self.rank_ack_limit(ep);
         if let (Some(h), Some(e)) = (self.hops.get_mut(ep.index()), s.eps.get_mut(ep.index())) {
             if let Some(r) = send_ack(h, arrival) {
-                e.queue_response(r);
+                if hold_rank_ack(h, e.cfg.peer, r, limit, arrival) {
+                    e.queue_response(r);
+                }
             }
             io.list(ep, &mut e.listed);
         }
@@ -599,6 +606,10 @@ impl Augmented {
             h.max_sent = q;
         }
         h.next_send = q.next();
+        if core::mem::take(&mut h.probe) {
+            // The probe went: held again right after it. [M3-027]
+            h.peer_edge = Some(q.next());
+        }
         if h.deadline.is_none() || idle {
             h.deadline = Some(io.now.saturating_add(timeout));
         }
@@ -714,11 +725,12 @@ impl Augmented {
                 && e.peer_edge.is_some()
                 && e.last_acked == e.max_sent
             {
-                // Nothing outstanding, held at a switch's edge: forget the
-                // edge and send; the peer takes the packet or turns it away
-                // and NAKs with its credit. [M3-027]
+                // Nothing outstanding, held at a switch's edge: send one
+                // packet past it; the peer takes it or turns it away, and
+                // answers with its credit either way. [M3-027]
                 e.deadline = None;
                 e.peer_edge = None;
+                e.probe = true;
                 io.counters.credit_probes += 1;
                 s.list(io, i);
                 continue;

@@ -97,7 +97,7 @@ impl ModeMachine for Augmented {
         ep: EdgeId,
         buf: &mut [u8],
     ) -> Option<usize> {
-        self.stamp_credit(s, ep);
+        self.stamp_response(s, ep);
         if let Some(sent) = s.transmit_response(io, ep, buf) {
             return sent;
         }

@@ -162,3 +162,34 @@ fn a_moving_pipe_widens_a_switch_s_credit() {
     assert_eq!(r.eng.counters().window_updates, 1);
     assert_eq!(acks_on(&mut r, K), [(psn(10), 17)]);
 }
+
+// [M3-029] A rank's ACKs go no further than half a pipe before the edge of
+// the pipe its data enters; an in-order packet past that gets no ACK (it
+// would repeat the last one), and when the pipe moves the rank hears the
+// rest.
+#[test]
+fn acks_to_a_rank_stop_half_a_pipe_before_the_edge() {
+    let mut r = started(12);
+    for p in 1..=9 {
+        ranks_send(&mut r, p);
+    }
+    // The Up pipe takes [0, 16): ACKs stop at 0 + 8 − 1 = 7.
+    let sent = r.sent();
+    let acks: Vec<Psn> = sent
+        .iter()
+        .filter(|s| s.port == 0)
+        .filter_map(|s| s.ack())
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(acks, [psn(7)], "pending ACKs merge; none past 7");
+    let up = sent.iter().filter(|s| s.port == K && s.is_data()).count();
+    assert_eq!(up, 9);
+    // A duplicate is answered all the same (the rank may have lost an ACK).
+    r.data(0, psn(9), &block(0, 9));
+    assert_eq!(acks_on(&mut r, 0), [(psn(7), 0)]);
+    // The parent takes 1..=9: the Up pipe moves to 10, and each rank hears
+    // of everything it sent.
+    parent_ack(&mut r, 9, 0);
+    assert_eq!(r.eng.counters().window_updates, 2);
+    assert_eq!(acks_on(&mut r, 0), [(psn(9), 0)]);
+}
