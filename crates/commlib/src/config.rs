@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use epic_proto::engine::Mode;
 use epic_proto::host::HostConfig;
-use epic_proto::roce::{Mtu, PathConfig, QpConfig};
+use epic_proto::roce::{Mtu, PathConfig, QpConfig, Transport};
 use epic_proto::wire::{EthernetAddress, GroupId, Qpn};
 use epic_proto::Psn;
 
@@ -51,6 +51,10 @@ pub struct IncSetup {
     /// The communicator then keeps the fallback mesh beside the QP toward
     /// the switch. [COMM-041]
     pub shared: bool,
+    /// The transport profile of the QP toward the switch (every lane), as
+    /// the manager granted it: SR only where every switch of the tree runs
+    /// it in the group's mode. [COMM-042] [MGR-045]
+    pub transport: Transport,
 }
 
 /// Tuning of the host fallback. [COMM-031]
@@ -114,6 +118,11 @@ pub struct CommConfig {
     pub linger: Duration,
     /// Host fallback tuning.
     pub fallback: FallbackTuning,
+    /// The transport profile of the fallback mesh's QPs (host to host;
+    /// the switches only route them): go-back-N by default, SR when the
+    /// manager's answer says so (`GroupVerdict::Fallback::transport`) or
+    /// the caller knows every rank runs this library. [COMM-042]
+    pub transport: Transport,
     /// The group's INC setup, or `None` for the host fallback.
     pub inc: Option<IncSetup>,
 }
@@ -144,6 +153,7 @@ impl CommConfig {
             call_timeout: Duration::from_secs(30),
             linger: Duration::from_millis(20),
             fallback: FallbackTuning::default(),
+            transport: Transport::Gbn,
             inc: None,
         }
     }
@@ -255,6 +265,7 @@ impl CommConfig {
         let path = PathConfig::new(self.mac, self.next_hop_mac, self.ip, inc.switch_ip);
         let mut qp = QpConfig::new(inc.qpn, inc.switch_qpn, path);
         self.qp_attributes(&mut qp);
+        qp.transport = inc.transport;
         qp.sq_psn = inc.start_psn;
         qp.rq_psn = inc.start_psn;
         let depth = u16::try_from(inc.window.saturating_add(4)).unwrap_or(u16::MAX);
@@ -287,6 +298,7 @@ impl CommConfig {
         let path = PathConfig::new(self.mac, self.next_hop_mac, self.ip, peer_ip);
         let mut qp = QpConfig::new(mesh_qpn(peer), mesh_qpn(self.rank), path);
         self.qp_attributes(&mut qp);
+        qp.transport = self.transport;
         let depth = self.fallback.window.saturating_add(4);
         qp.sq_depth = depth;
         qp.rq_depth = depth;
@@ -401,6 +413,7 @@ mod tests {
             window: 8,
             reproducible: false,
             shared: false,
+            transport: Transport::Gbn,
         }
     }
 
@@ -440,5 +453,26 @@ mod tests {
         assert_eq!(q.remote_qpn.value(), 0x2001);
         assert_eq!(q.path.remote_ip, Ipv4Addr::new(10, 0, 0, 3));
         assert_eq!(q.path.remote_mac, c.next_hop_mac);
+    }
+
+    /// [COMM-042] The QP toward the switch runs the setup's (granted)
+    /// profile, the fallback mesh's QPs the configuration's; both default
+    /// to go-back-N.
+    #[test]
+    fn qps_run_the_granted_transport() {
+        let c = cfg().with_inc(inc_setup());
+        assert_eq!(c.inc_qp(&inc_setup()).transport, Transport::Gbn);
+        assert_eq!(c.mesh_qp(0).transport, Transport::Gbn);
+        let sr = IncSetup {
+            transport: Transport::SR,
+            ..inc_setup()
+        };
+        let mut c = cfg().with_inc(sr);
+        assert_eq!(c.inc_qp(&sr).transport, Transport::SR);
+        assert_eq!(c.host_config(&sr).qp.transport, Transport::SR);
+        assert_eq!(c.mesh_qp(0).transport, Transport::Gbn);
+        c.transport = Transport::SR;
+        assert_eq!(c.mesh_qp(2).transport, Transport::SR);
+        assert_eq!(c.validate(), Ok(()));
     }
 }
