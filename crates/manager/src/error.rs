@@ -35,7 +35,7 @@ pub enum Fallback {
     /// candidate does not run it in the group's mode (or this project's
     /// SPEC defines no SR for that mode: `switch` is then `None`). The
     /// hosts run their fallback over SR. [MGR-044]
-    #[error("{} cannot run the SR transport in Mode {}", .switch.map_or("the SPEC".to_string(), |s| s.to_string()), .mode.number())]
+    #[error("{}", transport_refusal(*.switch, *.mode))]
     Transport {
         /// The switch, or `None` when the mode has no SR at all.
         switch: Option<SwitchId>,
@@ -87,6 +87,16 @@ pub enum Fallback {
         /// Its reason.
         why: String,
     },
+}
+
+fn transport_refusal(switch: Option<SwitchId>, mode: Mode) -> String {
+    match switch {
+        Some(s) => format!("{s} cannot run the SR transport in Mode {}", mode.number()),
+        None => format!(
+            "no switch runs the SR transport in Mode {}: this SPEC defines SR at a switch for Mode II only",
+            mode.number()
+        ),
+    }
 }
 
 /// A request the manager refuses outright (the caller's mistake or the
