@@ -1,6 +1,6 @@
 //! The optional topology file (`epic manager serve --topology FILE`): the
 //! fabric as an operator writes it, or a generated Clos. Switches an agent
-//! later registers take their capabilities from the agent. [MGR-015]
+//! later registers take their capabilities from the agent. [MGR-013]
 //!
 //! ```toml
 //! # Either a generated fabric …
@@ -290,7 +290,7 @@ b = "spine:1"
 gbps = 25
 "#;
 
-    /// [MGR-015] A hand-written fabric: tiers from where the hosts are.
+    /// [MGR-013] A hand-written fabric: tiers from where the hosts are.
     #[test]
     fn parses_a_hand_written_fabric() {
         let t = parse_topology(SMALL).unwrap();
@@ -303,7 +303,7 @@ gbps = 25
         assert_eq!(t.host_at("10.0.0.1".parse().unwrap()), t.host_named("h1"));
     }
 
-    /// [MGR-015] Bad files are refused with what is wrong.
+    /// [MGR-013] Bad files are refused with what is wrong.
     #[test]
     fn refuses_bad_files() {
         let cases = [
@@ -337,7 +337,7 @@ gbps = 25
         }
     }
 
-    /// [MGR-012] [MGR-015] A generated fabric from the file.
+    /// [MGR-012] [MGR-013] A generated fabric from the file.
     #[test]
     fn generated_clos() {
         let t = parse_topology(
