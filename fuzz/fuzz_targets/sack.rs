@@ -18,6 +18,10 @@
 //!     one (answer and cumulative point), its SACK reports the model's set,
 //!     the resend plan lists exactly the model's holes, and intersecting
 //!     its SACK with (a)'s matches the set intersection.
+//! (d) Broadcast ACK aggregation's merge ([SR-033], [SR-034]): folding
+//!     three SACKs with `intersect` in any order gives one result, which
+//!     `clipped` at a PSN taken from the input bounds exactly as the set
+//!     model says, and neither ever sets bit 0.
 
 #![no_main]
 
@@ -248,6 +252,7 @@ fn check_window(start: Psn, data: &[u8], other: Option<&SackRepr>) {
         };
         assert_eq!(both.cumulative(), early);
         check_set(&both);
+        check_merge(&sack, o, &both, data);
         let from = sack.cumulative().sub(2 * SACK_MAX_PSNS);
         for d in 0..5 * SACK_MAX_PSNS {
             let p = from.add(d);
@@ -265,4 +270,35 @@ fn check_window(start: Psn, data: &[u8], other: Option<&SackRepr>) {
             );
         }
     }
+}
+
+/// (d) The merge of Broadcast ACK aggregation: a fold of intersections is
+/// the same in any order, and clipping it at `last` keeps exactly the
+/// PSNs up to `last` (and everything up to the cumulative point).
+fn check_merge(a: &SackRepr, b: &SackRepr, ab: &SackRepr, data: &[u8]) {
+    // A third receiver: (a)'s SACK moved by an offset from the input.
+    let shift = u32::from(byte(data, 2)) % 64;
+    let Ok(c) = SackRepr::from_words(b.cumulative().add(shift), b.words()) else {
+        return;
+    };
+    if a.cumulative().diff(b.cumulative()).abs() >= 1 << 21 {
+        return; // far apart: serial order is not meaningful
+    }
+    let left = ab.intersect(&c);
+    let right = a.intersect(&b.intersect(&c));
+    let other = c.intersect(a).intersect(b);
+    assert_eq!(left, right, "intersection is associative");
+    assert_eq!(left, other, "and commutative");
+    check_set(&left);
+    let last = left.cumulative().add(u32::from(byte(data, 3)) * 5 % (SACK_MAX_PSNS + 8));
+    let clip = left.clipped(last);
+    assert_eq!(clip.cumulative(), left.cumulative());
+    check_set(&clip);
+    for d in 0..=SACK_MAX_PSNS + 1 {
+        let p = left.cumulative().add(d);
+        let want = left.is_received(p) && (d == 0 || !p.is_after(last));
+        assert_eq!(clip.is_received(p), want, "psn {p}, last {last}");
+    }
+    let again = clip.clipped(last);
+    assert_eq!(again, clip, "clipping twice changes nothing");
 }

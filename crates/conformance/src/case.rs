@@ -78,13 +78,16 @@ pub enum Family {
     Malformed,
     /// A context that does not fit the DUT's limits.
     Install,
+    /// Selective retransmission: SACKs at the switch, and a go-back-N-only
+    /// device refusing an SR group. [SR-030]…[SR-036]
+    Sr,
     /// A random scenario found by `epic conformance explore`.
     Explored,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 10] = [
+    pub const ALL: [Family; 11] = [
         Family::Clean,
         Family::Loss,
         Family::Reorder,
@@ -94,6 +97,7 @@ impl Family {
         Family::Wraparound,
         Family::Malformed,
         Family::Install,
+        Family::Sr,
         Family::Explored,
     ];
 
@@ -109,6 +113,7 @@ impl Family {
             Family::Wraparound => "wraparound",
             Family::Malformed => "malformed",
             Family::Install => "install",
+            Family::Sr => "sr",
             Family::Explored => "explored",
         }
     }
@@ -325,6 +330,46 @@ pub struct Transport {
     /// per pattern, PSNs never resynced) instead of one resynced group.
     /// [CTL-050]
     pub per_pattern: bool,
+    /// The loss-recovery profile of the ranks' QPs and the DUT's
+    /// contexts: go-back-N (the default) or selective retransmission
+    /// (Mode II only). [SR-010] [SR-036]
+    #[serde(skip_serializing_if = "Profile::is_gbn")]
+    pub profile: Profile,
+}
+
+/// A group's transport profile in case files. [SR-010]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    /// Go-back-N, as rxe and every verbs NIC run it.
+    #[default]
+    Gbn,
+    /// Selective retransmission: SACKs and selective resends (SPEC §17.5,
+    /// §17.7).
+    Sr,
+}
+
+impl Profile {
+    /// Whether this is go-back-N (the default, left out of case files).
+    pub fn is_gbn(&self) -> bool {
+        *self == Profile::Gbn
+    }
+
+    /// The ranks' QP transport.
+    pub fn qp_transport(self) -> epic_proto::roce::Transport {
+        match self {
+            Profile::Gbn => epic_proto::roce::Transport::Gbn,
+            Profile::Sr => epic_proto::roce::Transport::Sr(epic_proto::roce::SrConfig::default()),
+        }
+    }
+
+    /// The snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Gbn => "gbn",
+            Profile::Sr => "sr",
+        }
+    }
 }
 
 impl Default for Transport {
@@ -338,6 +383,7 @@ impl Default for Transport {
             seed: 1,
             link_loss: 0.0,
             per_pattern: false,
+            profile: Profile::Gbn,
         }
     }
 }
@@ -358,6 +404,13 @@ pub struct Capabilities {
     /// Largest group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_group_size: Option<u16>,
+    /// Whether the DUT runs the selective-retransmission profile; `false`
+    /// makes it a go-back-N-only device, which must refuse an SR group's
+    /// configuration with the typed refusal of [SR-036]. None: the
+    /// adapter's own answer (the reference runs SR; `exec:` and `iface:`
+    /// cannot be told the profile in v1 and announce go-back-N only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selective_retransmission: Option<bool>,
 }
 
 impl Capabilities {
@@ -389,6 +442,8 @@ pub enum FrameClass {
     Ack,
     /// A NAK (sequence, RNR or fatal).
     Nak,
+    /// A SACK ([WIRE-052]).
+    Sack,
     /// Any frame.
     Any,
 }
@@ -643,6 +698,10 @@ impl Case {
         }
         if t.per_pattern && self.mode == 1 {
             return Err(self.invalid("transport.per_pattern: Modes II and III only"));
+        }
+        // Modes I and III run go-back-N toward the ranks. [SR-030]
+        if t.profile == Profile::Sr && self.mode != 2 {
+            return Err(self.invalid("transport.profile sr: Mode II only"));
         }
         if !(0.0..=0.5).contains(&t.link_loss) {
             return Err(self.invalid("transport.link_loss: in 0 … 0.5"));

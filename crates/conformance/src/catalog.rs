@@ -5,7 +5,7 @@
 
 use crate::case::{
     Call, Capabilities, Case, CollectiveName, Corruption, Direction, DtypeName, DutRole, Expect,
-    Family, Fault, FaultAction, FrameClass, Injection, OpName, Transport,
+    Family, Fault, FaultAction, FrameClass, Injection, OpName, Profile, Transport,
 };
 
 /// The mode's requirement prefix in names: `m1`, `m2`, `m3`.
@@ -77,6 +77,9 @@ pub fn builtin() -> Vec<Case> {
         all.extend(wraparound(mode));
         all.extend(malformed(mode));
         all.extend(install(mode));
+        if mode == 2 {
+            all.extend(sr(mode));
+        }
     }
     all
 }
@@ -514,4 +517,70 @@ fn install(mode: u8) -> Vec<Case> {
             k
         })
         .collect()
+}
+
+/// A data frame from the DUT on `port` dropped (the `nth` of its class):
+/// the rank behind it sees a gap and answers with a SACK.
+fn data_lost_out(port: u16, nth: u32) -> Fault {
+    Fault {
+        port,
+        direction: Direction::Out,
+        class: FrameClass::Data,
+        nth,
+        action: FaultAction::Drop,
+    }
+}
+
+/// Selective retransmission (Mode II only; Modes I and III run go-back-N
+/// toward the ranks, [SR-030]): the ranks run the SR profile and a data
+/// frame toward a rank is lost, so SACKs reach the DUT. The leaf's ports
+/// 0 and 1 lead to ranks 2 and 3, port 2 to its parent. [SR-031]…[SR-036]
+fn sr(mode: u8) -> Vec<Case> {
+    let b = Builder {
+        mode,
+        family: Family::Sr,
+    };
+    let mut v = Vec::new();
+    let mut k = b.case(
+        "allreduce-sack-reflected-leaf",
+        DutRole::Leaf,
+        CollectiveName::Allreduce,
+        "allreduce under SR: a result toward rank port 0 is lost; the rank's SACK must come back to it unchanged".into(),
+    );
+    k.faults = vec![data_lost_out(0, 1)];
+    k.requirements = ids(&["SR-031", "WIRE-052", "WIRE-053", "WIRE-054"]);
+    v.push(k);
+    let mut k = b.case(
+        "broadcast-sack-intersection-leaf",
+        DutRole::Leaf,
+        CollectiveName::Broadcast,
+        "broadcast from rank 1 under SR: data toward both rank ports are lost; the root must get the intersection of the two receivers' SACKs".into(),
+    );
+    k.faults = vec![data_lost_out(0, 1), data_lost_out(1, 3)];
+    k.requirements = ids(&["WIRE-055", "SR-033", "SR-034", "M2-033"]);
+    v.push(k);
+    let mut k = b.case(
+        "reduce-sack-as-nak-leaf",
+        DutRole::Leaf,
+        CollectiveName::Reduce,
+        "reduce to rank 2 under SR: a result toward it is lost; its SACK must reach the senders as the NAK of the first hole".into(),
+    );
+    k.call.root = 2;
+    k.faults = vec![data_lost_out(0, 1)];
+    k.requirements = ids(&["SR-032", "M2-032"]);
+    v.push(k);
+    let mut k = b.case(
+        "gbn-only-refuses-leaf",
+        DutRole::Leaf,
+        CollectiveName::Broadcast,
+        "the leaf runs go-back-N only and is asked to serve an SR group: it must refuse the configuration with the typed refusal, not run it".into(),
+    );
+    k.capabilities.selective_retransmission = Some(false);
+    k.expect = Expect::Refused;
+    k.requirements = ids(&["SR-036"]);
+    v.push(k);
+    for k in &mut v {
+        k.transport.profile = Profile::Sr;
+    }
+    v
 }

@@ -24,6 +24,8 @@ pub enum Kind {
     Nak,
     /// A congestion notification.
     Cnp,
+    /// A selective acknowledgement (RC SACK, [WIRE-052]).
+    Sack,
     /// RoCEv2 of another kind.
     OtherRoce,
     /// Not a RoCEv2 frame (ARP, malformed …).
@@ -38,6 +40,7 @@ impl Kind {
             FrameClass::Data => self == Kind::Data,
             FrameClass::Control => self == Kind::Control,
             FrameClass::Ack => self == Kind::Ack,
+            FrameClass::Sack => self == Kind::Sack,
             FrameClass::Nak => self == Kind::Nak,
         }
     }
@@ -53,6 +56,9 @@ pub fn kind(frame: &[u8]) -> Kind {
     }
     if f.bth.opcode == Opcode::Cnp {
         return Kind::Cnp;
+    }
+    if f.bth.opcode == Opcode::RcSack {
+        return Kind::Sack;
     }
     if let Some(aeth) = f.ext.aeth {
         if f.bth.opcode == Opcode::RcAcknowledge {

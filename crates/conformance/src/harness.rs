@@ -34,6 +34,9 @@ pub enum Started {
     Yes,
     /// It refused it, saying why.
     Refused(String),
+    /// It refused a transport profile it does not run (the typed refusal
+    /// of [SR-036]), saying why.
+    Unsupported(String),
 }
 
 /// How the ranks' call ended.
@@ -101,6 +104,7 @@ pub fn cluster_config(case: &Case) -> Result<ClusterConfig, CaseError> {
     cfg.link = LinkConfig::default().with_loss(t.link_loss);
     cfg.switch_timeout = SWITCH_TIMEOUT;
     cfg.per_pattern = t.per_pattern;
+    cfg.transport = t.profile.qp_transport();
     Ok(cfg)
 }
 
@@ -127,7 +131,13 @@ pub fn dut_spec(case: &Case) -> Result<(DutSpec, usize), HarnessError> {
             placement: c.placement(),
         })
         .collect();
-    Ok((DutSpec { switch, ports }, s))
+    let spec = DutSpec {
+        switch,
+        ports,
+        profile: case.transport.profile,
+        selective_retransmission: case.capabilities.selective_retransmission,
+    };
+    Ok((spec, s))
 }
 
 fn apply(e: &mut EngineConfig, c: &Capabilities) {
@@ -175,6 +185,10 @@ pub fn run(case: &Case, adapter: &AdapterSpec) -> Result<Observation, HarnessErr
         Ok(d) => d,
         Err(StartError::Refused(why)) => {
             obs.started = Started::Refused(why);
+            return Ok(obs);
+        }
+        Err(StartError::Unsupported(why)) => {
+            obs.started = Started::Unsupported(why);
             return Ok(obs);
         }
         Err(StartError::Failed(why)) => return Err(HarnessError::Adapter(why)),

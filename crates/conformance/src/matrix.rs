@@ -85,7 +85,7 @@ pub fn not_covered_reason(id: &str) -> Option<&'static str> {
         "SIM" => "the simulators: covered by netsim's tests (packet level) and the flowsim crate's tests (flow level)",
         "CONF" => "the suite itself: covered by the conformance crate's tests",
         "MGR" => "the control plane (manager and agents), not a switch's data plane: covered by the manager crate's and epic-cli's tests",
-        "SR" => "Selective Retransmission bookkeeping of an endpoint or hop, seen on the wire only through its SACKs, which no v1 case grants; covered by epic-proto's sack tests and the sack fuzz target",
+        "SR" => "host side or not isolated: the SR bookkeeping (SR-001…009) and an RC QP's SR profile (SR-010…029) are the ranks', and Mode III hops (SR-030) meet no SACK because the ranks run go-back-N toward Mode III; covered by epic-proto's sack, roce SR and engine sack tests and the sack fuzz target",
         "TMX" => "shared blocks need placed contexts, which the case format does not install yet: covered by epic-proto's arena and lock tests, and end to end by the commlib and netsim tests",
         "CC" => "sans-IO timer and congestion-control blocks that no switch runs yet (the QP, engine and simulators are wired to them in a later revision): covered by epic-proto's cc tests",
         _ => return by_id(id),
@@ -102,7 +102,7 @@ fn by_id(id: &str) -> Option<&'static str> {
             "header or opcode a switch DUT does not originate in v1 cases; covered by epic-proto's wire tests"
         }
         "WIRE-052" | "WIRE-053" | "WIRE-054" | "WIRE-055" => {
-            "SACKs travel only on connections granted Selective Retransmission, which no v1 case grants yet; covered by epic-proto's wire and sack tests, the tshark cross-check and the sack fuzz target"
+            "SACKs travel only on connections granted Selective Retransmission (the sr family's cases); covered by epic-proto's wire and sack tests, the tshark cross-check and the sack fuzz target"
         }
         "WIRE-060" | "WIRE-063" | "WIRE-065" | "WIRE-066" | "WIRE-073" => {
             "an implementation's API or fast path, not visible on the wire; covered by epic-proto's tests"

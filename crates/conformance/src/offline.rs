@@ -158,9 +158,16 @@ pub fn replay(cdir: &Path, adapter: &AdapterSpec) -> Result<usize, OfflineError>
     let toml_path = cdir.join("switch.toml");
     let cfg = incengine::SwitchConfig::load(&toml_path).map_err(|e| io(e.to_string()))?;
     let ports = u16::try_from(cfg.interfaces.len()).unwrap_or(u16::MAX);
+    // switch.toml v1 carries no transport profile: the case beside it
+    // does. [SR-036]
+    let case = Case::load(&cdir.join("case.toml")).ok();
     let spec = crate::dut::DutSpec {
         switch: cfg.spec,
         ports,
+        profile: case
+            .as_ref()
+            .map_or(crate::case::Profile::Gbn, |c| c.transport.profile),
+        selective_retransmission: case.and_then(|c| c.capabilities.selective_retransmission),
     };
     let mut dut = adapter
         .start(&spec)

@@ -84,6 +84,24 @@ pub fn run_case(case: &Case, dut: &AdapterSpec) -> CaseResult {
     let family = case.family.name();
     let millis = || u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
     match harness::run(case, dut) {
+        // A DUT without the case's transport profile refused it with the
+        // typed refusal: the case is skipped, not failed. [SR-036]
+        Ok(obs)
+            if case.expect == crate::case::Expect::Complete
+                && matches!(obs.started, harness::Started::Unsupported(_)) =>
+        {
+            let why = match &obs.started {
+                harness::Started::Unsupported(w) => w.clone(),
+                _ => String::new(),
+            };
+            CaseResult {
+                name: case.name.clone(),
+                family: family.to_string(),
+                status: CaseStatus::Skip(format!("the DUT does not run this profile: {why}")),
+                checks: oracle::judge(&obs),
+                millis: millis(),
+            }
+        }
         Ok(obs) => CaseResult::judged(&case.name, family, oracle::judge(&obs), millis()),
         Err(e) => CaseResult {
             name: case.name.clone(),

@@ -67,7 +67,9 @@ fn reference_passes_with_junit() {
 }
 
 /// [CONF-010] [CONF-030]…[CONF-034] `epic switch --stdio` behind the
-/// example wrapper passes the same suite as the reference.
+/// example wrapper passes the same suite as the reference, but for the SR
+/// cases that expect completion: `exec:` cannot tell the device the
+/// profile, so it announces go-back-N only and they are skipped. [SR-036]
 #[test]
 fn exec_epic_switch_passes_the_suite() {
     let script = root().join("fixtures/conformance/dut/epic-switch-exec.sh");
@@ -78,7 +80,18 @@ fn exec_epic_switch_passes_the_suite() {
     let v: serde_json::Value = serde_json::from_str(&t).unwrap();
     let cases = v["cases"].as_array().unwrap();
     assert!(cases.len() >= 140, "{}", cases.len());
-    assert!(cases.iter().all(|c| c["status"]["status"] == "pass"), "{t}");
+    let sr_skip = |c: &serde_json::Value| {
+        c["family"] == "sr"
+            && c["status"]["status"] == "skip"
+            && c["name"] != "m2-sr-gbn-only-refuses-leaf"
+    };
+    assert!(
+        cases
+            .iter()
+            .all(|c| c["status"]["status"] == "pass" || sr_skip(c)),
+        "{t}"
+    );
+    assert_eq!(cases.iter().filter(|c| sr_skip(c)).count(), 3, "{t}");
 }
 
 /// [CONF-008] Listing names every case with the requirements it checks;
@@ -297,6 +310,8 @@ exit 1
     let t = text(&o);
     let _ = sh(&format!("kill $(cat {}/pid) 2>/dev/null", state.display()));
     assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains(" 0 failed, 0 skipped, 0 errors"), "{t}");
+    // iface: announces go-back-N only: the three SR cases that expect
+    // completion are skipped. [SR-036]
+    assert!(t.contains(" 0 failed, 3 skipped, 0 errors"), "{t}");
     let _ = std::fs::remove_dir_all(Path::new(&state));
 }

@@ -26,7 +26,11 @@ fn traces() -> Vec<PathBuf> {
         }
     }
     out.sort();
-    assert_eq!(out.len(), 54, "6 links x 3 collectives x 3 modes");
+    assert_eq!(
+        out.len(),
+        72,
+        "6 links x 3 collectives x (3 modes + Mode II on SR)"
+    );
     out
 }
 

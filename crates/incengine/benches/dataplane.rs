@@ -16,8 +16,10 @@
 //!   Down pipe: nothing out), from the state of N PSNs sent and none
 //!   acknowledged, rebuilt untimed when the ACKs run out.
 //!
-//! Every bench reports `Throughput::Elements` of the frames handed in:
-//! the time shown is per received frame. Frames are real, built with
+//! Criterion's time is per iteration: in the data benches one PSN (the 4
+//! ranks' frames and what they release), in the ACK benches one ACK. Every
+//! bench also reports `Throughput::Elements` of the frames handed in, so
+//! the `thrpt` line is per received frame. Frames are real, built with
 //! `epic-proto`'s reprs outside the timed sections; every timed section
 //! checks afterwards that the expected number of frames went out, and
 //! every bench ends by checking that the switch dropped nothing

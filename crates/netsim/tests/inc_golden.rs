@@ -8,7 +8,13 @@
 //!
 //!     EPIC_BLESS=1 cargo test -p netsim --test inc_golden
 //!
-//! SPEC: [ENG-001] [ENG-053] [M1-001] [M1-031] [M1-033] [M2-014] [M2-031] [M3-021] [M3-031]
+//! Mode II runs the three again with the ranks on the SR profile, into
+//! `fixtures/traces/inc/mode2-sr-<collective>/`: rank 0's losses come back
+//! as SACKs, which the switch reflects (AllReduce), forwards as the NAK of
+//! the first hole (Reduce) or merges by intersection toward the root
+//! (Broadcast).
+//!
+//! SPEC: [SR-031] [SR-032] [SR-033] [WIRE-052] [ENG-001] [ENG-053] [M1-001] [M1-031] [M1-033] [M2-014] [M2-031] [M3-021] [M3-031]
 //! [CTL-015]
 #![allow(
     clippy::unwrap_used,
@@ -22,22 +28,27 @@ mod inc_common;
 use std::path::PathBuf;
 
 use epic_proto::engine::Mode;
-use epic_proto::roce::Mtu;
+use epic_proto::roce::{Mtu, Transport};
 use epic_proto::time::Duration;
-use epic_proto::wire::{Collective, DataType, ReduceOp, RoceFrame};
+use epic_proto::wire::{Collective, DataType, Opcode, ReduceOp, RoceFrame};
 use inc_common::*;
 use netsim::inc::{Cluster, ClusterConfig, PortPeer};
 use netsim::LinkConfig;
 
-fn dir(mode: Mode, c: Collective) -> PathBuf {
+fn dir(mode: Mode, transport: Transport, c: Collective) -> PathBuf {
+    let profile = match transport {
+        Transport::Gbn => "",
+        Transport::Sr(_) => "-sr",
+    };
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/traces/inc")
-        .join(format!("mode{}-{}", mode.number(), c.name()))
+        .join(format!("mode{}{profile}-{}", mode.number(), c.name()))
 }
 
 /// Runs one collective and returns (file name, pcap bytes) per link.
-fn traces(mode: Mode, c: Collective) -> Vec<(String, Vec<u8>)> {
+fn traces(mode: Mode, transport: Transport, c: Collective) -> Vec<(String, Vec<u8>)> {
     let mut cfg = ClusterConfig::new("tree-3-2".parse().unwrap(), mode);
+    cfg.transport = transport;
     cfg.seed = 7;
     cfg.mtu = Mtu::Mtu1024;
     cfg.message_packets = 2;
@@ -92,48 +103,65 @@ fn traces(mode: Mode, c: Collective) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn golden_traces_of_every_link() {
-    let bless = std::env::var("EPIC_BLESS").as_deref() == Ok("1");
     for mode in [Mode::Terminated, Mode::Translated, Mode::Augmented] {
-        for c in [
-            Collective::AllReduce,
-            Collective::Reduce,
-            Collective::Broadcast,
-        ] {
-            let got = traces(mode, c);
-            assert_eq!(
-                got,
-                traces(mode, c),
-                "{mode:?} {c:?}: same seed, same bytes"
-            );
-            let d = dir(mode, c);
-            if bless {
-                std::fs::create_dir_all(&d).unwrap();
+        check(mode, Transport::Gbn);
+    }
+}
+
+/// [SR-031] [SR-032] [SR-033] Mode II with SR ranks: the SACKs are on the
+/// wire, and the traces are as golden as go-back-N's.
+#[test]
+fn golden_sr_traces_of_every_link() {
+    let sacks = check(Mode::Translated, Transport::SR);
+    assert!(sacks > 0, "10 % loss on rank 0's link and not one SACK");
+}
+
+/// Compares (or, with `EPIC_BLESS=1`, writes) the traces of AllReduce,
+/// Reduce and Broadcast; returns the SACK frames they hold.
+fn check(mode: Mode, transport: Transport) -> usize {
+    let bless = std::env::var("EPIC_BLESS").as_deref() == Ok("1");
+    let mut sacks = 0;
+    for c in [
+        Collective::AllReduce,
+        Collective::Reduce,
+        Collective::Broadcast,
+    ] {
+        let got = traces(mode, transport, c);
+        assert_eq!(
+            got,
+            traces(mode, transport, c),
+            "{mode:?} {c:?}: same seed, same bytes"
+        );
+        let d = dir(mode, transport, c);
+        if bless {
+            std::fs::create_dir_all(&d).unwrap();
+        }
+        for (name, pcap) in &got {
+            // Every frame verifies: checksums and ICRC recomputed by
+            // every switch that rewrote it. [WIRE-072]
+            let mut r = pcap_file::pcap::PcapReader::new(&pcap[..]).unwrap();
+            let mut frames = 0;
+            while let Some(p) = r.next_packet() {
+                let p = p.unwrap();
+                let f = RoceFrame::parse_verified(&p.data).expect("every captured frame verifies");
+                sacks += usize::from(f.bth.opcode == Opcode::RcSack);
+                frames += 1;
             }
-            for (name, pcap) in &got {
-                // Every frame verifies: checksums and ICRC recomputed by
-                // every switch that rewrote it. [WIRE-072]
-                let mut r = pcap_file::pcap::PcapReader::new(&pcap[..]).unwrap();
-                let mut frames = 0;
-                while let Some(p) = r.next_packet() {
-                    RoceFrame::parse_verified(&p.unwrap().data)
-                        .expect("every captured frame verifies");
-                    frames += 1;
-                }
-                assert!(frames > 0, "{mode:?} {c:?} {name}: empty capture");
-                let path = d.join(name);
-                if bless {
-                    std::fs::write(&path, pcap).unwrap();
-                } else {
-                    let want = std::fs::read(&path).unwrap_or_else(|e| {
-                        panic!("{}: {e} (regenerate with EPIC_BLESS=1)", path.display())
-                    });
-                    assert!(
-                        &want == pcap,
-                        "{} differs from the golden trace",
-                        path.display()
-                    );
-                }
+            assert!(frames > 0, "{mode:?} {c:?} {name}: empty capture");
+            let path = d.join(name);
+            if bless {
+                std::fs::write(&path, pcap).unwrap();
+            } else {
+                let want = std::fs::read(&path).unwrap_or_else(|e| {
+                    panic!("{}: {e} (regenerate with EPIC_BLESS=1)", path.display())
+                });
+                assert!(
+                    &want == pcap,
+                    "{} differs from the golden trace",
+                    path.display()
+                );
             }
         }
     }
+    sacks
 }

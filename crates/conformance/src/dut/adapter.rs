@@ -25,6 +25,26 @@ pub struct DutSpec {
     pub switch: SwitchSpec,
     /// Ports, in tree order: children first, the parent last.
     pub ports: u16,
+    /// The transport profile of every group the contexts serve. [SR-036]
+    pub profile: crate::case::Profile,
+    /// The case's word on whether the DUT runs SR; `None`: the adapter's
+    /// own. [SR-036]
+    pub selective_retransmission: Option<bool>,
+}
+
+impl DutSpec {
+    /// The typed refusal of a device that does not run the spec's
+    /// profile, given whether the adapter's device runs SR (`runs_sr`)
+    /// unless the case says otherwise. [SR-036]
+    pub fn check_profile(&self, runs_sr: bool) -> Result<(), StartError> {
+        let runs_sr = self.selective_retransmission.unwrap_or(runs_sr);
+        if self.profile == crate::case::Profile::Sr && !runs_sr {
+            return Err(StartError::Unsupported(
+                "transport profile sr: the device runs go-back-N only".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl DutSpec {
@@ -48,6 +68,10 @@ pub enum StartError {
     Refused(String),
     /// The adapter could not run the DUT at all.
     Failed(String),
+    /// The DUT does not run the transport profile asked of it (a typed
+    /// refusal: the case is skipped, or passes when it expects exactly
+    /// this). [SR-036]
+    Unsupported(String),
 }
 
 impl fmt::Display for StartError {
@@ -55,6 +79,7 @@ impl fmt::Display for StartError {
         match self {
             StartError::Refused(r) => write!(f, "refused its configuration: {r}"),
             StartError::Failed(r) => write!(f, "did not start: {r}"),
+            StartError::Unsupported(r) => write!(f, "does not run the profile: {r}"),
         }
     }
 }
@@ -181,6 +206,10 @@ impl AdapterSpec {
     /// Starts a reactive DUT configured with `spec`. `pcap:` is not
     /// reactive and is refused here.
     pub fn start(&self, spec: &DutSpec) -> Result<Box<dyn Dut>, StartError> {
+        // The reference runs SR; `exec:` and `iface:` cannot tell their
+        // device the profile (switch.toml v1 has no field for it), so
+        // they announce go-back-N only. [SR-036]
+        spec.check_profile(matches!(self, AdapterSpec::Reference { .. }))?;
         match self {
             AdapterSpec::Reference { mutant } => {
                 Ok(Box::new(super::ReferenceDut::start(spec, *mutant)?))

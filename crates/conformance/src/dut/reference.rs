@@ -18,6 +18,7 @@ impl ReferenceDut {
     /// Builds the engine from `spec`, with `mutant` if given, and installs
     /// its contexts; an install error is a refusal.
     pub fn start(spec: &DutSpec, mutant: Option<Pitfall>) -> Result<ReferenceDut, StartError> {
+        spec.check_profile(true)?;
         let mut cfg = spec.switch.engine;
         cfg.pitfall = mutant;
         let mut engine = IncEngine::new(cfg);
@@ -33,6 +34,7 @@ impl ReferenceDut {
                 .map_err(|e| StartError::Refused(format!("group {}: {e}", c.config.group)))?;
             if let Some(ctx) = engine.context_mut(c.config.group) {
                 ctx.set_start_psn(c.start_psn);
+                ctx.set_transport(spec.profile.qp_transport());
             }
         }
         Ok(ReferenceDut { engine })

@@ -41,7 +41,7 @@ pub(super) fn never_ahead(obs: &Observation) -> Check {
             }
             Direction::Out => {
                 let limit = match kind {
-                    Kind::Ack => 0,
+                    Kind::Ack | Kind::Sack => 0,
                     Kind::Nak => 1,
                     _ => continue,
                 };
@@ -76,9 +76,9 @@ pub(super) fn never_ahead(obs: &Observation) -> Check {
     Check::new("ack_never_ahead", ids, verdict)
 }
 
-/// [M2-033] Mode II Broadcast: an ACK goes toward the root rank only as
-/// far as every receiving edge has acknowledged (nodeAckPsn is the
-/// minimum), a NAK at most one beyond.
+/// [M2-033] Mode II Broadcast: an ACK (or a SACK's cumulative point) goes
+/// toward the root rank only as far as every receiving edge has
+/// acknowledged (nodeAckPsn is the minimum), a NAK at most one beyond.
 pub(super) fn broadcast_aggregation(obs: &Observation) -> Option<Check> {
     if obs.case.mode != 2 || obs.case.call.collective != CollectiveName::Broadcast {
         return None;
@@ -94,7 +94,9 @@ pub(super) fn broadcast_aggregation(obs: &Observation) -> Option<Check> {
     let mut bad = Vec::new();
     for (i, e) in obs.trace.events.iter().enumerate() {
         let kind = frames::kind(&e.frame);
-        if !matches!(kind, Kind::Ack | Kind::Nak) {
+        // A SACK acknowledges its cumulative point as an ACK does.
+        // [WIRE-052]
+        if !matches!(kind, Kind::Ack | Kind::Nak | Kind::Sack) {
             continue;
         }
         let Some(p) = frames::psn(&e.frame) else {

@@ -6,6 +6,7 @@ mod acks;
 mod offline;
 mod outcome;
 mod psn;
+mod sack;
 mod wire;
 
 use std::fmt;
@@ -78,6 +79,7 @@ pub fn judge(obs: &Observation) -> Vec<Check> {
     if let Some(c) = acks::broadcast_aggregation(obs) {
         checks.push(c);
     }
+    checks.extend(sack::checks(obs));
     checks
 }
 
@@ -95,5 +97,6 @@ pub fn judge_offline(dut: &Observation, reference: &crate::trace::Trace) -> Vec<
     if let Some(c) = acks::broadcast_aggregation(dut) {
         checks.push(c);
     }
+    checks.extend(sack::checks(dut));
     checks
 }

@@ -10,6 +10,9 @@ use super::{Check, Verdict};
 /// The requirements a refusal of these capabilities verifies.
 fn limit_ids(c: &Capabilities) -> Vec<&'static str> {
     let mut ids = Vec::new();
+    if c.selective_retransmission == Some(false) {
+        ids.push("SR-036");
+    }
     if c.arena_bytes.is_some() {
         ids.push("ENG-013");
     }
@@ -47,7 +50,31 @@ pub(super) fn install(obs: &Observation) -> Vec<Check> {
                 describe(&case.capabilities)
             )),
         )],
+        // A profile the device does not run: refused with the typed
+        // refusal, which is right only when the case expects it; a case
+        // that expects completion is not judged (the suite skips it).
+        // [SR-036]
+        (Expect::Refused, Started::Unsupported(_)) => vec![Check::new(
+            "install",
+            &["SR-036", "WIRE-052"],
+            if refuses_profile(case) {
+                Verdict::Pass
+            } else {
+                Verdict::Fail("refused the profile of a case about its limits".into())
+            },
+        )],
+        (Expect::Complete, Started::Unsupported(why)) => vec![Check::new(
+            "install",
+            &["SR-036"],
+            Verdict::Skip(format!("the DUT does not run this profile: {why}")),
+        )],
     }
+}
+
+/// Whether `case` asks a device without SR to run an SR group.
+fn refuses_profile(case: &crate::case::Case) -> bool {
+    case.transport.profile == crate::case::Profile::Sr
+        && case.capabilities.selective_retransmission == Some(false)
 }
 
 fn describe(c: &Capabilities) -> String {
@@ -63,6 +90,9 @@ fn describe(c: &Capabilities) -> String {
     }
     if let Some(v) = c.max_group_size {
         parts.push(format!("groups of at most {v}"));
+    }
+    if c.selective_retransmission == Some(false) {
+        parts.push("go-back-N only".into());
     }
     parts.join(", ")
 }

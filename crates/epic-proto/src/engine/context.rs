@@ -74,6 +74,29 @@ impl Context {
         with_mode!(mut self.mode, m => m.set_start_psn(start));
     }
 
+    /// Sets the transport profile the group's ranks run ([SR-010]; the
+    /// default is go-back-N). Under SR a Mode II context keeps each edge's
+    /// newest SACK so that a Broadcast's root hears the intersection of
+    /// its receivers' SACKs ([WIRE-055], [SR-033]); go-back-N keeps
+    /// nothing. Modes I and III run go-back-N toward their peers and
+    /// ignore it. It allocates (one record per edge, held beside the
+    /// arena, see [`Context::transport_bytes`]): call it when the context
+    /// is installed, never on the packet path. [SR-036]
+    pub fn set_transport(&mut self, transport: crate::roce::Transport) {
+        if let ModeState::Translated(m) = &mut self.mode {
+            m.set_transport(transport);
+        }
+    }
+
+    /// The bytes of state the transport profile adds beside the arena
+    /// footprint: 0 under go-back-N. [SR-036]
+    pub fn transport_bytes(&self) -> usize {
+        match &self.mode {
+            ModeState::Translated(m) => m.sack_bytes(),
+            _ => 0,
+        }
+    }
+
     /// A pipe of the context's mode: Mode II has an Up pipe, Mode III
     /// both, Mode I none.
     pub fn pipe(&self, id: PipeId) -> Option<&Pipe> {

@@ -33,6 +33,10 @@ use crate::wire::{
     Syndrome, EPIC_HEADER_LEN, EPIC_IMM_TAG,
 };
 
+mod sack_merge;
+
+use sack_merge::SackMerge;
+
 /// What a packet entering the Up pipe carries.
 struct UpPacket<'a> {
     psn: Psn,
@@ -49,6 +53,9 @@ pub(crate) struct Translated {
     up: Pipe,
     /// One per edge.
     pub(crate) rx: Vec<EdgeRx>,
+    /// SR groups: the receivers' SACKs, for Broadcast ACK aggregation by
+    /// intersection. `None` under go-back-N. [SR-033] [SR-036]
+    sack: Option<SackMerge>,
 }
 
 /// What Mode II keeps of one edge. [ENG-040]
@@ -77,6 +84,7 @@ impl Translated {
                     max_rcvd: start.sub(1),
                 })
                 .collect(),
+            sack: None,
         }
     }
 }
@@ -187,13 +195,20 @@ impl Translating for Translated {
         if Self::reflect_sack(s, io, ep, psn, aeth, sacketh) {
             return;
         }
+        let parsed = SackRepr::parse(&SackPacket::new_unchecked(sacketh), psn).ok();
+        let holes = parsed.is_some_and(|k| k.has_selective());
+        // An SR group's Broadcast merges its receivers' SACKs toward the
+        // root by intersection. [WIRE-055] [SR-033]
+        if let Some(k) = parsed.filter(|_| holes) {
+            if self.merge_sack(s, io, ep, aeth, k) {
+                return;
+            }
+        }
         // A SACK that reports PSNs after its cumulative point C has a
         // hole at C + 1 (bit 0 is always clear, [WIRE-054]): it goes on as
         // the sequence NAK of C + 1, which acknowledges C, and is forwarded
         // as NAKs are ([M2-032], [M2-033]); an SR sender resends that PSN
         // alone at once ([SR-015]) instead of after a timeout. [SR-032]
-        let holes = SackRepr::parse(&SackPacket::new_unchecked(sacketh), psn)
-            .is_ok_and(|k| k.words().iter().any(|w| *w != 0));
         if holes {
             let nak = AethRepr {
                 syndrome: Syndrome::NAK_SEQ,
@@ -380,7 +395,7 @@ impl Translated {
         let reproducible = inv.header.flags.reproducible && s.cfg.reproducible;
         let fanin = s.shape.fanin(pattern, PipeId::Up);
         let ordinal = s.shape.input_ordinal(pattern, PipeId::Up, ep);
-        let Translated { up: pipe, rx } = self;
+        let Translated { up: pipe, rx, .. } = self;
         let slot = pipe.slot_of(pkt.psn);
         // The slot must hold this PSN, or be free or stale. [M2-012]
         match pipe.meta(slot).tag {

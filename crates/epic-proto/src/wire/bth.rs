@@ -255,19 +255,28 @@ impl BthRepr {
                 available: buf.len(),
             });
         }
+        for (i, w) in self.words().iter().enumerate() {
+            field::set_u32(buf, 4 * i, *w);
+        }
+        Ok(())
+    }
+
+    /// The header as three big-endian 32-bit words (see
+    /// [`Ipv4Repr::words`](super::Ipv4Repr)). [WIRE-040]
+    #[inline]
+    pub(crate) fn words(&self) -> [u32; 3] {
         let flags = if self.solicited { SE } else { 0 }
             | if self.mig_req { MIG_REQ } else { 0 }
             | ((self.pad_count & 0b11) << 4)
             | (self.tver & 0x0f);
         let ecn = if self.fecn { FECN } else { 0 } | if self.becn { BECN } else { 0 };
-        field::set_u8(buf, fields::OPCODE, self.opcode.into());
-        field::set_u8(buf, fields::FLAGS, flags);
-        field::set_u16(buf, fields::PKEY.start, self.pkey);
-        field::set_u8(buf, fields::FECN_BECN, ecn);
-        field::set_u24(buf, fields::DEST_QP.start, self.dest_qp.0);
-        field::set_u8(buf, fields::ACK_REQ, if self.ack_req { ACK_REQ } else { 0 });
-        field::set_u24(buf, fields::PSN.start, self.psn.value());
-        Ok(())
+        let opcode: u8 = self.opcode.into();
+        let ack_req = if self.ack_req { ACK_REQ } else { 0 };
+        [
+            u32::from(opcode) << 24 | u32::from(flags) << 16 | u32::from(self.pkey),
+            u32::from(ecn) << 24 | (self.dest_qp.0 & 0x00ff_ffff),
+            u32::from(ack_req) << 24 | (self.psn.value() & 0x00ff_ffff),
+        ]
     }
 
     /// Checks the transport version. [WIRE-041]

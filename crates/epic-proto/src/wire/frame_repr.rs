@@ -113,10 +113,14 @@ impl RoceFrameRepr {
             }
         }
         let payload_len = body.len();
-        let mut r = *self;
-        r.normalize(payload_len);
-        let len = r.buffer_len(payload_len);
-        let datagram_len = len - r.eth.buffer_len();
+        // The normalized values (see `normalize`), taken field by field:
+        // a copy of the whole repr, just built by the caller in narrower
+        // stores, would wait for them to retire.
+        let pad_len = usize::from(self.bth.pad_count & 0b11);
+        let roce = BTH_LEN + self.ext.buffer_len() + payload_len + pad_len + ICRC_LEN;
+        let udp_len = roce + UDP_HEADER_LEN;
+        let len = self.eth.buffer_len() + IPV4_HEADER_LEN + udp_len;
+        let datagram_len = len - self.eth.buffer_len();
         if datagram_len > usize::from(u16::MAX) {
             return Err(EmitError::TooLong { len: datagram_len });
         }
@@ -124,34 +128,51 @@ impl RoceFrameRepr {
         let frame = buf.get_mut(..len).unwrap_or(&mut []);
 
         let mut at = 0usize;
-        r.eth.emit(frame)?;
-        at += r.eth.buffer_len();
-        let ip_at = at;
-        r.ipv4.emit(field_mut(frame, at))?;
-        at += IPV4_HEADER_LEN;
-        r.udp.emit(field_mut(frame, at))?;
-        at += UDP_HEADER_LEN;
-        r.bth.emit(field_mut(frame, at))?;
-        at += BTH_LEN;
-        at += r.ext.emit(field_mut(frame, at))?;
-        let payload_at = at - ip_at;
-        if let Body::Bytes(payload) | Body::Combined(payload, _) = body {
-            field::set_bytes(frame, at, payload);
+        let eth = EthernetRepr {
+            ethertype: EtherType::Ipv4,
+            ..self.eth
+        };
+        eth.emit(frame)?;
+        at += eth.buffer_len();
+        // IPv4, UDP and BTH are assembled in registers and written in whole
+        // words, and the ICRC starts from those words: reading back bytes
+        // just stored field by field waits for the stores to retire too.
+        let ip = Ipv4Repr {
+            protocol: IpProtocol::Udp,
+            payload_len: u16::try_from(udp_len).unwrap_or(u16::MAX),
+            ..self.ipv4
         }
-        at += payload_len;
-        let pad = usize::from(r.bth.pad_count);
-        field::set_bytes(frame, at, field::slice(&[0u8; 3], 0..pad));
-        let datagram = field_mut(frame, ip_at);
-        match body {
-            Body::Combined(_, crc) | Body::Around(crc) => {
-                icrc::fill_with(datagram, payload_at, crc)
+        .words()?;
+        let udp = UdpRepr {
+            payload_len: u16::try_from(roce).unwrap_or(u16::MAX),
+            ..self.udp
+        }
+        .word()?;
+        let bth = self.bth.words();
+        let prefix = icrc::prefix_words(ip, udp, bth);
+        for (i, w) in prefix.iter().enumerate() {
+            field::set_u64(frame, at + 8 * i, *w);
+        }
+        at += IPV4_HEADER_LEN + UDP_HEADER_LEN + BTH_LEN;
+        let ext_at = at;
+        at += self.ext.emit(field_mut(frame, at))?;
+        let state = icrc::resume(icrc::prefix_state(prefix), field::slice(frame, ext_at..at));
+        let state = match body {
+            Body::Bytes(payload) => {
+                field::set_bytes(frame, at, payload);
+                icrc::resume(state, payload)
             }
-            Body::Bytes(_) => icrc::fill(datagram),
-        }
-        .map_err(|_| EmitError::BufferTooSmall {
-            required: len,
-            available: buf.len(),
-        })?;
+            Body::Combined(payload, crc) => {
+                field::set_bytes(frame, at, payload);
+                crc.append_to(state)
+            }
+            Body::Around(crc) => crc.append_to(state),
+        };
+        at += payload_len;
+        let pad = field::slice(&[0u8; 3], 0..pad_len);
+        field::set_bytes(frame, at, pad);
+        at += pad.len();
+        field::set_bytes(frame, at, &icrc::resume(state, pad).to_le_bytes());
         Ok(len)
     }
 }

@@ -18,7 +18,7 @@ pub const ICRC_LEN: usize = 4;
 const MASKED_LEN: usize = IPV4_HEADER_LEN + UDP_HEADER_LEN + BTH_LEN;
 
 /// The prefix in 8-byte words.
-const MASKED_WORDS: usize = MASKED_LEN / 8;
+pub(crate) const MASKED_WORDS: usize = MASKED_LEN / 8;
 const _: () = assert!(MASKED_LEN % 8 == 0);
 
 /// Whether the ICRC masks byte `at` of the prefix to all ones: IPv4 TOS,
@@ -117,6 +117,73 @@ pub fn compute(covered: &[u8]) -> Result<u32, Error> {
     Ok(hasher.finalize())
 }
 
+/// The 40 bytes the ICRC masks as five big-endian words, from the IPv4
+/// header's five 32-bit words, the UDP header's word and the BTH's three
+/// 32-bit words ([`Ipv4Repr`](super::Ipv4Repr) and the others build
+/// them).
+#[inline(always)]
+pub(crate) fn prefix_words(ip: [u32; 5], udp: u64, bth: [u32; 3]) -> [u64; MASKED_WORDS] {
+    [
+        u64::from(ip[0]) << 32 | u64::from(ip[1]),
+        u64::from(ip[2]) << 32 | u64::from(ip[3]),
+        u64::from(ip[4]) << 32 | udp >> 32,
+        (udp & 0xffff_ffff) << 32 | u64::from(bth[0]),
+        u64::from(bth[1]) << 32 | u64::from(bth[2]),
+    ]
+}
+
+/// The masked copy of a prefix given as big-endian words, written whole
+/// word by whole word: the CRC reads bytes within them, which the store
+/// buffer forwards, where loads spanning a header written field by field
+/// wait for the stores to retire (about a third of an ACK's cost).
+#[inline(always)]
+fn masked_words(copy: &mut [u8], prefix: &[u64; MASKED_WORDS]) {
+    for (i, w) in prefix.iter().enumerate() {
+        // PREFIX_MASK is in memory order; as a big-endian value it is
+        // byte-swapped (folded at compile time).
+        let mask = u64::from_be_bytes(PREFIX_MASK.get(i).copied().unwrap_or(0).to_le_bytes());
+        field::set_u64(copy, 8 * i, w | mask);
+    }
+}
+
+/// Computes the ICRC of a covered region of 44 bytes given as big-endian
+/// words, as an emitter that assembles its headers in registers has them:
+/// `prefix` the first 40 bytes (IPv4, UDP, BTH, unmasked), `tail` the four
+/// after (an AETH). The same value as [`compute`] over their bytes.
+/// [WIRE-070]
+#[inline]
+pub(crate) fn compute_words(prefix: [u64; MASKED_WORDS], tail: u32) -> u32 {
+    let mut copy = [0u8; MASKED_LEN + 8];
+    masked_words(&mut copy, &prefix);
+    field::set_u32(&mut copy, MASKED_LEN, tail);
+    let mut hasher = crc32fast::Hasher::new_with_initial(SEED_AFTER_LRH);
+    hasher.update(field::slice(&copy, 0..MASKED_LEN + 4));
+    hasher.finalize()
+}
+
+/// The CRC state (finalized) after the masked LRH and the 40-byte prefix
+/// given as big-endian words (IPv4, UDP, BTH, unmasked), to go on with
+/// [`resume`] or [`PayloadCrc`]. [WIRE-070]
+#[inline]
+pub(crate) fn prefix_state(prefix: [u64; MASKED_WORDS]) -> u32 {
+    let mut copy = [0u8; MASKED_LEN];
+    masked_words(&mut copy, &prefix);
+    let mut hasher = crc32fast::Hasher::new_with_initial(SEED_AFTER_LRH);
+    hasher.update(&copy);
+    hasher.finalize()
+}
+
+/// The CRC state after `state` (finalized) and the bytes `data`.
+#[inline]
+pub(crate) fn resume(state: u32, data: &[u8]) -> u32 {
+    if data.is_empty() {
+        return state;
+    }
+    let mut hasher = crc32fast::Hasher::new_with_initial(state);
+    hasher.update(data);
+    hasher.finalize()
+}
+
 /// Splits an IPv4 datagram (header to the end of the ICRC) into its covered
 /// part and the carried ICRC value.
 fn split(datagram: &[u8]) -> Result<(&[u8], u32), Error> {
@@ -203,7 +270,7 @@ impl PayloadCrc {
     }
 
     /// The finalized CRC state after `state` (finalized) and this payload.
-    fn append_to(&self, state: u32) -> u32 {
+    pub(crate) fn append_to(&self, state: u32) -> u32 {
         // Payload lengths are mostly powers of two (4096, 1024, …): one
         // or two table products then, a general product otherwise.
         if self.len < 1 << ZEROS_TABLES && self.len.count_ones() <= 2 {
@@ -392,9 +459,7 @@ pub fn compute_with(head: &[u8], payload: &PayloadCrc, tail: &[u8]) -> Result<u3
     if tail.is_empty() {
         return Ok(after_payload);
     }
-    let mut hasher = crc32fast::Hasher::new_with_initial(after_payload);
-    hasher.update(tail);
-    Ok(hasher.finalize())
+    Ok(resume(after_payload, tail))
 }
 
 /// Like [`fill`], for a datagram that carries the payload `payload` was

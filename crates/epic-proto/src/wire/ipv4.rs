@@ -302,11 +302,20 @@ pub fn internet_checksum(data: &[u8]) -> u16 {
 #[inline(always)]
 pub fn header_checksum(h: &[u8; IPV4_HEADER_LEN]) -> u16 {
     let [a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, d0, d1, d2, d3, e0, e1, e2, e3] = *h;
-    let sum = u64::from(u32::from_be_bytes([a0, a1, a2, a3]))
-        + u64::from(u32::from_be_bytes([b0, b1, b2, b3]))
-        + u64::from(u32::from_be_bytes([c0, c1, c2, c3]))
-        + u64::from(u32::from_be_bytes([d0, d1, d2, d3]))
-        + u64::from(u32::from_be_bytes([e0, e1, e2, e3]));
+    header_checksum_words([
+        u32::from_be_bytes([a0, a1, a2, a3]),
+        u32::from_be_bytes([b0, b1, b2, b3]),
+        u32::from_be_bytes([c0, c1, c2, c3]),
+        u32::from_be_bytes([d0, d1, d2, d3]),
+        u32::from_be_bytes([e0, e1, e2, e3]),
+    ])
+}
+
+/// [`header_checksum`] of a header given as its five big-endian 32-bit
+/// words, for emitters that assemble it in registers.
+#[inline]
+pub(crate) fn header_checksum_words(w: [u32; 5]) -> u16 {
+    let sum: u64 = w.iter().map(|w| u64::from(*w)).sum();
     // At most 5 · (2^32 − 1): one fold to 32 bits, two to 16.
     let sum = (sum & 0xffff_ffff) + (sum >> 32);
     let sum = (sum & 0xffff) + (sum >> 16);
@@ -379,29 +388,31 @@ impl Ipv4Repr {
                 available: buf.len(),
             });
         }
+        for (i, w) in self.words()?.iter().enumerate() {
+            field::set_u32(buf, 4 * i, *w);
+        }
+        Ok(())
+    }
+
+    /// The header as five big-endian 32-bit words, checksum included,
+    /// assembled in registers. Written whole, they leave nothing for a
+    /// checksum or CRC to read back byte by byte from the store buffer.
+    /// [WIRE-020]
+    #[inline]
+    pub(crate) fn words(&self) -> Result<[u32; 5], EmitError> {
         let total = usize::from(self.payload_len) + fields::HEADER_LEN;
         let total = u16::try_from(total).map_err(|_| EmitError::TooLong { len: total })?;
-        // Built and checksummed on the stack, then written at once: the
-        // checksum would otherwise read back, in 16-bit words, bytes just
-        // stored one by one, and wait for them to reach the cache.
-        let mut hdr = [0u8; fields::HEADER_LEN];
-        field::set_u8(&mut hdr, fields::VER_IHL, 0x45);
-        field::set_u8(&mut hdr, fields::TOS, self.tos());
-        field::set_u16(&mut hdr, fields::LENGTH.start, total);
-        field::set_u16(&mut hdr, fields::IDENT.start, self.ident);
-        field::set_u16(
-            &mut hdr,
-            fields::FLAGS_FRAG.start,
-            if self.dont_frag { FLAG_DF } else { 0 },
-        );
-        field::set_u8(&mut hdr, fields::TTL, self.ttl);
-        field::set_u8(&mut hdr, fields::PROTOCOL, self.protocol.into());
-        field::set_bytes(&mut hdr, fields::SRC.start, &self.src.octets());
-        field::set_bytes(&mut hdr, fields::DST.start, &self.dst.octets());
-        let sum = header_checksum(&hdr);
-        field::set_u16(&mut hdr, fields::CHECKSUM.start, sum);
-        field::set_bytes(buf, 0, &hdr);
-        Ok(())
+        let flags = if self.dont_frag { FLAG_DF } else { 0 };
+        let protocol: u8 = self.protocol.into();
+        let mut w = [
+            0x45 << 24 | u32::from(self.tos()) << 16 | u32::from(total),
+            u32::from(self.ident) << 16 | u32::from(flags),
+            u32::from(self.ttl) << 24 | u32::from(protocol) << 16,
+            u32::from_be_bytes(self.src.octets()),
+            u32::from_be_bytes(self.dst.octets()),
+        ];
+        w[2] |= u32::from(header_checksum_words(w));
+        Ok(w)
     }
 
     /// Checks that the payload is UDP. [WIRE-024]

@@ -145,7 +145,6 @@ impl Bitmap {
     }
 
     /// Clears every bit from `from` on.
-    #[cfg(test)]
     pub(crate) fn clear_from(&mut self, from: u32) {
         for (j, w) in self.0.iter_mut().enumerate() {
             let start = j as u32 * 32;
@@ -392,6 +391,26 @@ impl SackRepr {
             }
         }
         SackRepr::from_bitmap(early.cumulative, bits)
+    }
+
+    /// The same SACK without the PSNs after `last`: what it reports of
+    /// the PSNs up to `last` (the cumulative point is kept even when it is
+    /// after `last`), in the fewest words. Broadcast ACK aggregation clips
+    /// its merge to the invocation and to what the root sent ([SR-034]).
+    /// [WIRE-054]
+    #[must_use]
+    pub fn clipped(&self, last: Psn) -> SackRepr {
+        let keep = if last.is_after(self.cumulative) {
+            last.distance_from(self.cumulative)
+        } else {
+            0
+        };
+        if keep >= SACK_MAX_PSNS {
+            return *self;
+        }
+        let mut bits = self.bits;
+        bits.clear_from(keep);
+        SackRepr::from_bitmap(self.cumulative, bits)
     }
 
     /// The bitmap, for tests.

@@ -136,6 +136,28 @@ fn intersect_example() {
     );
 }
 
+// [WIRE-054] [SR-034]
+#[test]
+fn clipped_keeps_the_psns_up_to_last() {
+    // cum 10, has 12, 13, 15, and 10 + 1 + 40 = 51 (second word).
+    let s = SackRepr::from_words(psn(10), &[0b0110_1000 << 24, 1 << 23]).unwrap();
+    let ranges = |r: SackRepr| r.ranges().collect::<Vec<_>>();
+    let c = s.clipped(psn(13));
+    assert_eq!(ranges(c), [(psn(12), psn(13))]);
+    assert_eq!(c.words().len(), 1, "the fewest words");
+    assert_eq!(ranges(s.clipped(psn(51))), ranges(s));
+    assert_eq!(s.clipped(psn(51)).words().len(), 2);
+    assert_eq!(
+        ranges(s.clipped(psn(50))),
+        [(psn(12), psn(13)), (psn(15), psn(15))]
+    );
+    // At or before the cumulative point: nothing after it.
+    assert_eq!(s.clipped(psn(10)), SackRepr::new(psn(10)));
+    assert_eq!(s.clipped(psn(3)), SackRepr::new(psn(10)));
+    // Far beyond the bitmap: unchanged.
+    assert_eq!(s.clipped(psn(10_000)), s);
+}
+
 #[test]
 fn bitmap_shifts() {
     let mut b = Bitmap::EMPTY;

@@ -155,13 +155,20 @@ impl UdpRepr {
                 available: buf.len(),
             });
         }
+        field::set_u64(buf, 0, self.word()?);
+        Ok(())
+    }
+
+    /// The header as one big-endian 64-bit word (see
+    /// [`Ipv4Repr::words`](super::Ipv4Repr)). [WIRE-030]
+    #[inline]
+    pub(crate) fn word(&self) -> Result<u64, EmitError> {
         let len = usize::from(self.payload_len) + fields::HEADER_LEN;
         let len = u16::try_from(len).map_err(|_| EmitError::TooLong { len })?;
-        field::set_u16(buf, fields::SRC_PORT.start, self.src_port);
-        field::set_u16(buf, fields::DST_PORT.start, self.dst_port);
-        field::set_u16(buf, fields::LENGTH.start, len);
-        field::set_u16(buf, fields::CHECKSUM.start, self.checksum);
-        Ok(())
+        Ok(u64::from(self.src_port) << 48
+            | u64::from(self.dst_port) << 32
+            | u64::from(len) << 16
+            | u64::from(self.checksum))
     }
 
     /// Checks the destination port is 4791. [WIRE-030]

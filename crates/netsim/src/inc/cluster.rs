@@ -304,6 +304,9 @@ fn switch_engine(cfg: &ClusterConfig, tree: &IncTree, i: usize) -> Result<IncEng
         eng.install(ctx).map_err(ClusterError::Install)?;
         if let Some(c) = eng.context_mut(group) {
             c.set_start_psn(cfg.start_psn);
+            // The group's profile: under SR a Mode II Broadcast merges its
+            // receivers' SACKs toward the root. [SR-036]
+            c.set_transport(cfg.transport);
         }
     }
     Ok(eng)

@@ -1,14 +1,18 @@
 //! SACKs at the switch ([WIRE-052]): Mode II reflects an AllReduce rank's
-//! SACK to it unchanged [SR-031]; every other case takes a SACK as the ACK
-//! of its cumulative point [SR-030] (Mode II's other patterns, Mode III's
-//! hops, which run go-back-N).
+//! SACK to it unchanged [SR-031]; an SR group's Broadcast merges its
+//! receivers' SACKs toward the root by intersection [WIRE-055] [SR-033]…
+//! [SR-036]; every other case takes a SACK as the ACK of its cumulative
+//! point [SR-030] or the NAK of its first hole [SR-032] (Mode II's other
+//! patterns, Mode III's hops, which run go-back-N).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use alloc::vec::Vec;
+use core::mem::size_of;
 
 use super::test_rig::{block, header, psn, star, Rig, GROUP};
 use crate::engine::{EngineDropReason, Mode};
 use crate::psn::Psn;
+use crate::roce::{SrConfig, Transport};
 use crate::wire::{
     AethRepr, Collective, ExtHeaders, GroupId, Opcode, RoceFrame, SackRepr, Syndrome,
 };
@@ -168,4 +172,239 @@ fn mode3_takes_a_sack_as_the_ack_of_its_cumulative_point() {
     assert_eq!(acks, Some(psn(103)));
     assert_eq!(sacks, acks);
     assert_eq!(refused, 0);
+}
+
+/// The SR profile.
+fn sr() -> Transport {
+    Transport::Sr(SrConfig::default())
+}
+
+/// A Mode II Broadcast from rank 0 of 8 PSNs (101…108), all sent, in a
+/// group of `transport`, with every rank's echo acknowledged.
+fn broadcast(transport: Transport) -> Rig {
+    let mut r = started(Mode::Translated, Collective::Broadcast);
+    r.eng
+        .context_mut(GroupId(GROUP))
+        .unwrap()
+        .set_transport(transport);
+    for k in 1..=8 {
+        r.data(0, psn(100 + k), &block(0, k));
+    }
+    r.sent();
+    r
+}
+
+/// What the root (port 0) hears in `out`: the SACKs parsed, and the other
+/// acknowledgements as (PSN, syndrome).
+fn root_heard(out: &[super::test_rig::Sent]) -> (Vec<SackRepr>, Vec<(Psn, Syndrome)>) {
+    let mut sacks = Vec::new();
+    let mut acks = Vec::new();
+    for s in out.iter().filter(|s| s.port == 0) {
+        let f = s.parse();
+        if f.bth.opcode == Opcode::RcSack {
+            sacks.push(f.sack().unwrap());
+        } else if let Some((p, a)) = s.ack() {
+            acks.push((p, a.syndrome));
+        }
+    }
+    (sacks, acks)
+}
+
+/// [WIRE-055] [SR-033] [SR-034] An SR Broadcast's root hears the
+/// intersection of its receivers' SACKs: receiver 3 has everything,
+/// receiver 1 misses 103 and 105, receiver 2 misses 102. Once every
+/// receiver has reported, the root gets one SACK from the slowest
+/// receiver's point (101) reporting only what all three hold (104, 106):
+/// 102, 103 and 105 are holes at once, not one per SACK.
+#[test]
+fn mode2_broadcast_merges_receivers_sacks_by_intersection() {
+    let mut r = broadcast(sr());
+    r.ack(3, psn(108));
+    r.sent();
+    // Receiver 1: cumulative 102, holds 104 and 106 (bits 1 and 3).
+    let f = sack_frame(&r, 1, psn(102), &[0x5000_0000]);
+    r.deliver(1, &f);
+    // Receiver 2 has acknowledged no data: the intersection reports
+    // nothing after its ackPsn (99), so [SR-032] applies, the NAK from the
+    // slowest receiver's point ([M2-033]).
+    let (sacks, acks) = root_heard(&r.sent());
+    assert!(sacks.is_empty(), "{sacks:?}");
+    assert_eq!(acks, [(psn(100), Syndrome::NAK_SEQ)]);
+    // Receiver 2: cumulative 101, holds 103…106 (bits 1..=4).
+    let f = sack_frame(&r, 2, psn(101), &[0x7800_0000]);
+    r.deliver(2, &f);
+    let (sacks, acks) = root_heard(&r.sent());
+    assert!(
+        acks.is_empty(),
+        "the merged SACK replaces the ACK: {acks:?}"
+    );
+    assert_eq!(sacks.len(), 1, "{sacks:?}");
+    let m = sacks[0];
+    assert_eq!(m.cumulative(), psn(101), "the slowest receiver's point");
+    let ranges: Vec<_> = m.ranges().collect();
+    assert_eq!(ranges, [(psn(104), psn(104)), (psn(106), psn(106))]);
+    assert_eq!(m.words().len(), 1, "the fewest words");
+    let expected = SackRepr::from_words(psn(102), &[0x5000_0000])
+        .unwrap()
+        .intersect(&SackRepr::from_words(psn(101), &[0x7800_0000]).unwrap())
+        .intersect(&SackRepr::new(psn(108)));
+    assert_eq!(m, expected, "SackRepr::intersect of the three");
+    let c = r.eng.counters();
+    assert_eq!((c.rx_sacks, c.tx_sacks), (2, 1));
+    // The ACK aggregation moved to the slowest receiver's point. [M2-033]
+    let inv = r.eng.context(GroupId(GROUP)).unwrap().newest_invocation();
+    assert_eq!(inv.unwrap().node_ack, psn(101));
+    // A newer SACK of receiver 1 (it got 103) changes the merge.
+    let f = sack_frame(&r, 1, psn(104), &[0x4000_0000]);
+    r.deliver(1, &f);
+    let (sacks, _) = root_heard(&r.sent());
+    let ranges: Vec<_> = sacks[0].ranges().collect();
+    assert_eq!(ranges, [(psn(103), psn(104)), (psn(106), psn(106))]);
+    // Its older SACK, overtaken on the way, does not replace the newer
+    // record: the merge still knows receiver 1 holds 106.
+    let f = sack_frame(&r, 1, psn(102), &[0x5000_0000]);
+    r.deliver(1, &f);
+    let (sacks, _) = root_heard(&r.sent());
+    let ranges: Vec<_> = sacks[0].ranges().collect();
+    assert_eq!(ranges, [(psn(103), psn(104)), (psn(106), psn(106))]);
+}
+
+/// [SR-034] The merged SACK reports no PSN after the invocation's last
+/// data PSN (108), even when every receiver reports the next
+/// invocation's PSNs.
+#[test]
+fn mode2_broadcast_merged_sack_stays_in_its_invocation() {
+    let mut r = broadcast(sr());
+    // Every receiver: cumulative 101, holds 103 and 110 (bits 1 and 8).
+    for ep in 1..4 {
+        let f = sack_frame(&r, ep, psn(101), &[0x4080_0000]);
+        r.deliver(ep, &f);
+    }
+    let (sacks, _) = root_heard(&r.sent());
+    let last = sacks.last().unwrap();
+    assert_eq!(last.cumulative(), psn(101));
+    assert_eq!(last.ranges().collect::<Vec<_>>(), [(psn(103), psn(103))]);
+    assert_eq!(last.highest_received(), psn(103));
+}
+
+/// [SR-035] The merge steps aside for [SR-032] when the root rank has not
+/// acknowledged the echo itself ([M2-034]: no data acknowledgement before
+/// it): the root hears nothing yet (the ACK is held), never a SACK.
+#[test]
+fn mode2_broadcast_merge_waits_for_the_roots_echo_ack() {
+    let mut r = Rig::new(star(4, Mode::Translated, 16), None);
+    let c = psn(100);
+    let ctx = r.eng.context_mut(GroupId(GROUP)).unwrap();
+    ctx.set_start_psn(c);
+    ctx.set_transport(sr());
+    let h = header(1, Collective::Broadcast, 0, c, 8);
+    for ep in 0..4 {
+        r.control(ep, c, &h);
+    }
+    r.sent();
+    for ep in 1..4 {
+        r.ack(ep, c);
+    }
+    for k in 1..=4 {
+        r.data(0, psn(100 + k), &block(0, k));
+    }
+    r.sent();
+    for ep in 1..4 {
+        let f = sack_frame(&r, ep, psn(101), &[0x4000_0000]);
+        r.deliver(ep, &f);
+    }
+    let (sacks, _) = root_heard(&r.sent());
+    assert!(sacks.is_empty(), "{sacks:?}");
+    assert_eq!(r.eng.counters().tx_sacks, 0);
+}
+
+/// [SR-036] A go-back-N group keeps no SACK records and merges nothing:
+/// the same SACKs give the root the NAK of the first hole ([SR-032]);
+/// the SR records sit beside the arena footprint, which the profile does
+/// not change.
+#[test]
+fn mode2_gbn_group_keeps_no_sack_state() {
+    let run = |t: Transport| {
+        let mut r = broadcast(t);
+        for ep in 1..4 {
+            let f = sack_frame(&r, ep, psn(101), &[0x4000_0000]);
+            r.deliver(ep, &f);
+        }
+        let heard = root_heard(&r.sent());
+        let ctx = r.eng.context(GroupId(GROUP)).unwrap();
+        (heard, ctx.transport_bytes(), ctx.footprint())
+    };
+    let ((sacks, acks), bytes, gbn_fp) = run(Transport::Gbn);
+    assert!(sacks.is_empty(), "{sacks:?}");
+    assert!(acks.contains(&(psn(102), Syndrome::NAK_SEQ)), "{acks:?}");
+    assert_eq!(bytes, 0);
+    let ((sacks, _), bytes, sr_fp) = run(sr());
+    assert!(!sacks.is_empty());
+    assert!(bytes >= 4 * size_of::<SackRepr>(), "{bytes}");
+    assert_eq!(sr_fp, gbn_fp);
+    // Back to go-back-N: the records go.
+    let mut r = broadcast(sr());
+    let ctx = r.eng.context_mut(GroupId(GROUP)).unwrap();
+    ctx.set_transport(Transport::Gbn);
+    assert_eq!(ctx.transport_bytes(), 0);
+}
+
+/// [WIRE-055] [SR-033] [SR-034] Whatever the receivers report, in any
+/// order (SACKs with any bitmap, ACKs, out-of-date SACKs), every SACK the
+/// root hears reports received only PSNs that every receiver has reported
+/// received, and none after the invocation's last PSN (108); its
+/// cumulative point never runs ahead of the slowest receiver ([M2-033]).
+#[test]
+fn mode2_broadcast_merge_never_claims_what_a_receiver_lacks() {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut heard = 0usize;
+    for _ in 0..40 {
+        let mut r = broadcast(sr());
+        // What each receiver reported: its furthest cumulative point and
+        // every PSN a SACK listed.
+        let mut through = [psn(99); 4];
+        let mut listed: [Vec<Psn>; 4] = Default::default();
+        for _ in 0..30 {
+            let ep = 1 + (next() % 3) as u16;
+            let c = psn(99 + (next() % 10) as u32);
+            let f = if next() % 4 == 0 {
+                r.ack_frame_from(r.peer_ip(ep), ep, c)
+            } else {
+                let words = [(next() as u32) & 0x7fff_ffff, next() as u32];
+                let n = 1 + (next() % 2) as usize;
+                let s = SackRepr::from_words(c, &words[..n]).unwrap();
+                listed[usize::from(ep)].extend(
+                    s.ranges()
+                        .flat_map(|(a, b)| (0..=b.distance_from(a)).map(move |i| a.add(i))),
+                );
+                sack_frame(&r, ep, c, &words[..n])
+            };
+            let t = &mut through[usize::from(ep)];
+            if c.is_after(*t) {
+                *t = c;
+            }
+            r.deliver(ep, &f);
+            let (sacks, _) = root_heard(&r.sent());
+            for m in sacks {
+                heard += 1;
+                let holds = |ep: usize, p: Psn| !p.is_after(through[ep]) || listed[ep].contains(&p);
+                for (ep, t) in through.iter().enumerate().skip(1) {
+                    assert!(!m.cumulative().is_after(*t), "{m} ahead of {ep}");
+                }
+                assert!(!m.highest_received().is_after(psn(108)), "{m}");
+                for (a, b) in m.ranges() {
+                    for p in (0..=b.distance_from(a)).map(|i| a.add(i)) {
+                        assert!((1..4).all(|ep| holds(ep, p)), "{m} claims {p}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(heard > 20, "the merge was reached {heard} times");
 }
