@@ -74,10 +74,7 @@ pub enum GroupVerdict {
 /// The RC QP profile of a granted transport profile: SR with its default
 /// parameters, or go-back-N. [COMM-042]
 pub fn qp_transport(p: TransportProfile) -> Transport {
-    match p {
-        TransportProfile::Gbn => Transport::Gbn,
-        TransportProfile::Sr => Transport::SR,
-    }
+    p.qp()
 }
 
 /// Sends `req` and turns the answer into rank `rank`'s setup. While

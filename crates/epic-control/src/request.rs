@@ -51,6 +51,17 @@ impl TransportProfile {
     }
 }
 
+impl TransportProfile {
+    /// The RC QP's (and a switch context's) profile: SR with its default
+    /// parameters, or go-back-N. [MGR-046] [SR-036]
+    pub fn qp(self) -> epic_proto::roce::Transport {
+        match self {
+            TransportProfile::Gbn => epic_proto::roce::Transport::Gbn,
+            TransportProfile::Sr => epic_proto::roce::Transport::SR,
+        }
+    }
+}
+
 impl std::fmt::Display for TransportProfile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

@@ -12,6 +12,7 @@ use epic_control::caps::Capabilities;
 use epic_control::ledger::{LaneBoard, LaneEngine};
 use epic_control::pb;
 use epic_proto::engine::{ContextConfig, EngineConfig, Mode, Placement};
+use epic_proto::roce::Transport;
 use epic_proto::wire::{EthernetAddress, GroupId};
 use epic_proto::Psn;
 use serde::{Deserialize, Serialize};
@@ -199,11 +200,17 @@ pub type HandleBoard = LaneBoard<SwitchControl>;
 impl LaneEngine for SwitchControl {
     type Error = SwitchError;
 
-    async fn install(&self, lane: ContextConfig, at: Placement) -> Result<(), SwitchError> {
+    async fn install(
+        &self,
+        lane: ContextConfig,
+        at: Placement,
+        transport: Transport,
+    ) -> Result<(), SwitchError> {
         let spec = ContextSpec {
             config: lane,
             start_psn: Psn::ZERO,
             placement: Some(at),
+            transport,
         };
         SwitchControl::install(self, spec).await.map(|_| ())
     }
