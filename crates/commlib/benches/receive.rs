@@ -67,6 +67,7 @@ fn config() -> CommConfig {
         window: 8,
         reproducible: false,
         shared: false,
+        transport: epic_proto::roce::Transport::Gbn,
     };
     CommConfig::new(0, HOST_MAC, HOST_IP, SWITCH_MAC, vec![HOST_IP, PEER_IP]).with_inc(inc)
 }

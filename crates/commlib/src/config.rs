@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use epic_proto::engine::Mode;
 use epic_proto::host::HostConfig;
-use epic_proto::roce::{Mtu, PathConfig, QpConfig};
+use epic_proto::roce::{Mtu, PathConfig, QpConfig, Transport};
+use epic_proto::time::Duration as ProtoDuration;
 use epic_proto::wire::{EthernetAddress, GroupId, Qpn};
 use epic_proto::Psn;
 
@@ -51,6 +52,10 @@ pub struct IncSetup {
     /// The communicator then keeps the fallback mesh beside the QP toward
     /// the switch. [COMM-041]
     pub shared: bool,
+    /// The transport profile of the QP toward the switch (every lane), as
+    /// the manager granted it: SR only where every switch of the tree runs
+    /// it in the group's mode. [COMM-042] [MGR-045]
+    pub transport: Transport,
 }
 
 /// Tuning of the host fallback. [COMM-031]
@@ -114,6 +119,11 @@ pub struct CommConfig {
     pub linger: Duration,
     /// Host fallback tuning.
     pub fallback: FallbackTuning,
+    /// The transport profile of the fallback mesh's QPs (host to host;
+    /// the switches only route them): go-back-N by default, SR when the
+    /// manager's answer says so (`GroupVerdict::Fallback::transport`) or
+    /// the caller knows every rank runs this library. [COMM-042]
+    pub transport: Transport,
     /// The group's INC setup, or `None` for the host fallback.
     pub inc: Option<IncSetup>,
 }
@@ -144,6 +154,7 @@ impl CommConfig {
             call_timeout: Duration::from_secs(30),
             linger: Duration::from_millis(20),
             fallback: FallbackTuning::default(),
+            transport: Transport::Gbn,
             inc: None,
         }
     }
@@ -255,6 +266,7 @@ impl CommConfig {
         let path = PathConfig::new(self.mac, self.next_hop_mac, self.ip, inc.switch_ip);
         let mut qp = QpConfig::new(inc.qpn, inc.switch_qpn, path);
         self.qp_attributes(&mut qp);
+        qp.transport = self.sr_timers(inc.transport, Some(inc.mode));
         qp.sq_psn = inc.start_psn;
         qp.rq_psn = inc.start_psn;
         let depth = u16::try_from(inc.window.saturating_add(4)).unwrap_or(u16::MAX);
@@ -287,10 +299,45 @@ impl CommConfig {
         let path = PathConfig::new(self.mac, self.next_hop_mac, self.ip, peer_ip);
         let mut qp = QpConfig::new(mesh_qpn(peer), mesh_qpn(self.rank), path);
         self.qp_attributes(&mut qp);
+        qp.transport = self.sr_timers(self.transport, None);
         let depth = self.fallback.window.saturating_add(4);
         qp.sq_depth = depth;
         qp.rq_depth = depth;
         qp
+    }
+
+    /// `t` with the SR timers this driver can keep, toward `mode` (`None`:
+    /// the fallback mesh); go-back-N unchanged. [COMM-043]
+    ///
+    /// - Clock granularity, probe floor and timeout floor of at least
+    ///   [`TIMER_TICK`]: the progress task's timer (tokio's) resolves no
+    ///   finer, so a shorter timer fires a tick late anyway and its
+    ///   estimate would understate the timeout ([CC-005]).
+    /// - Mode II: probe and timeout floors of at least the QP timeout
+    ///   (4.096 µs · 2^`qp_timeout`, within the cap). Its acknowledgements
+    ///   come end to end, after the slowest rank's data was aggregated
+    ///   ([COMM-014]), so a round trip measured while the ranks were in
+    ///   step says nothing about the next call, whose last rank may start
+    ///   milliseconds later: a timer or probe from that measurement
+    ///   resends data that merely waits, and the switch resends complete
+    ///   results to every rank. A hole a SACK reports is still resent at
+    ///   once ([SR-015]); only a lost tail waits for the floor.
+    pub(crate) fn sr_timers(&self, t: Transport, mode: Option<Mode>) -> Transport {
+        let Transport::Sr(mut c) = t else {
+            return t;
+        };
+        let rtt = &mut c.rtt;
+        rtt.granularity = rtt.granularity.max(TIMER_TICK);
+        rtt.min_pto = rtt.min_pto.max(TIMER_TICK).min(rtt.max_rto);
+        rtt.min_rto = rtt.min_rto.max(TIMER_TICK).min(rtt.max_rto);
+        if mode == Some(Mode::Translated) {
+            let fixed = ProtoDuration::from_nanos(4096)
+                .saturating_mul(1u64 << u32::from(self.qp_timeout.min(40)))
+                .min(rtt.max_rto);
+            rtt.min_pto = rtt.min_pto.max(fixed);
+            rtt.min_rto = rtt.min_rto.max(fixed);
+        }
+        Transport::Sr(c)
     }
 
     fn qp_attributes(&self, qp: &mut QpConfig) {
@@ -300,6 +347,10 @@ impl CommConfig {
         qp.rnr_retry = self.qp_rnr_retry;
     }
 }
+
+/// The resolution of the progress task's timer (tokio's): the floor of
+/// every SR timer the communicator runs. [COMM-043]
+pub(crate) const TIMER_TICK: ProtoDuration = ProtoDuration::from_millis(1);
 
 /// The fallback QP number naming `rank`'s end. [COMM-030]
 pub(crate) fn mesh_qpn(rank: u16) -> Qpn {
@@ -401,6 +452,7 @@ mod tests {
             window: 8,
             reproducible: false,
             shared: false,
+            transport: Transport::Gbn,
         }
     }
 
@@ -440,5 +492,50 @@ mod tests {
         assert_eq!(q.remote_qpn.value(), 0x2001);
         assert_eq!(q.path.remote_ip, Ipv4Addr::new(10, 0, 0, 3));
         assert_eq!(q.path.remote_mac, c.next_hop_mac);
+    }
+
+    /// [COMM-042] The QP toward the switch runs the setup's (granted)
+    /// profile, the fallback mesh's QPs the configuration's; both default
+    /// to go-back-N.
+    #[test]
+    fn qps_run_the_granted_transport() {
+        let c = cfg().with_inc(inc_setup());
+        assert_eq!(c.inc_qp(&inc_setup()).transport, Transport::Gbn);
+        assert_eq!(c.mesh_qp(0).transport, Transport::Gbn);
+        let sr = IncSetup {
+            transport: Transport::SR,
+            ..inc_setup()
+        };
+        let mut c = cfg().with_inc(sr);
+        let rtt = |t: Transport| t.sr().map(|c| c.rtt);
+        let toward_switch = rtt(c.inc_qp(&sr).transport).unwrap();
+        assert_eq!(c.host_config(&sr).qp.transport, c.inc_qp(&sr).transport);
+        assert_eq!(c.mesh_qp(0).transport, Transport::Gbn);
+        c.transport = Transport::SR;
+        let mesh = rtt(c.mesh_qp(2).transport).unwrap();
+        assert_eq!(c.validate(), Ok(()));
+        // [COMM-043] Timer floors: the task's tick everywhere, and in Mode
+        // II (end-to-end acknowledgements) the QP timeout (2^14 · 4.096 µs).
+        assert_eq!(
+            (mesh.min_rto, mesh.min_pto, mesh.granularity),
+            (TIMER_TICK, TIMER_TICK, TIMER_TICK)
+        );
+        let fixed = ProtoDuration::from_nanos(4096 << 14);
+        assert_eq!(
+            (toward_switch.min_rto, toward_switch.min_pto),
+            (fixed, fixed)
+        );
+        let m3 = IncSetup {
+            mode: Mode::Augmented,
+            ..sr
+        };
+        let m3 = rtt(cfg().with_inc(m3).inc_qp(&m3).transport).unwrap();
+        assert_eq!(m3.min_rto, TIMER_TICK);
+        // The floors never pass the cap, whatever the exponent.
+        let mut c = cfg().with_inc(sr);
+        c.qp_timeout = 31;
+        let capped = rtt(c.inc_qp(&sr).transport).unwrap();
+        assert_eq!(capped.min_rto, capped.max_rto);
+        assert_eq!(c.validate(), Ok(()));
     }
 }

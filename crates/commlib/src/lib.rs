@@ -48,7 +48,9 @@ pub use comm::{Communicator, SMALL_AS_ALL_REDUCE};
 pub use config::{CommConfig, FallbackTuning, IncSetup, FALLBACK_QPN_BASE};
 pub use element::{Element, Op};
 pub use error::{ArgError, CommError, GroupError, PoisonCause, TransportError};
-pub use manager::{init_group, setup as grant_setup, GrantProblem, GroupVerdict, InitGroupError};
+pub use manager::{
+    init_group, qp_transport, setup as grant_setup, GrantProblem, GroupVerdict, InitGroupError,
+};
 pub use stats::CommStats;
 
 pub use epic_io::{Clock, FramePorts, PortStats};

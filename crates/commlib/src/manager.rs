@@ -5,9 +5,10 @@
 use std::time::{Duration, Instant};
 
 use epic_control::client::{ClientError, Code, ManagerClient, Verdict};
-use epic_control::convert::{mode_of, BadField};
+use epic_control::convert::{mode_of, profile_of, BadField};
 use epic_control::pb;
-use epic_control::request::GroupRequest;
+use epic_control::request::{GroupRequest, TransportProfile};
+use epic_proto::roce::Transport;
 use epic_proto::wire::{GroupId, Qpn};
 use epic_proto::Psn;
 
@@ -58,8 +59,22 @@ pub enum GrantProblem {
 pub enum GroupVerdict {
     /// Run in the network with this setup.
     Inc(IncSetup),
-    /// Run host collectives; the manager's reason.
-    Fallback(String),
+    /// Run host collectives.
+    Fallback {
+        /// The manager's reason.
+        why: String,
+        /// The fallback mesh's profile ([`CommConfig::transport`]):
+        /// SR when the request asked for it. [COMM-042]
+        ///
+        /// [`CommConfig::transport`]: crate::CommConfig::transport
+        transport: Transport,
+    },
+}
+
+/// The RC QP profile of a granted transport profile: SR with its default
+/// parameters, or go-back-N. [COMM-042]
+pub fn qp_transport(p: TransportProfile) -> Transport {
+    p.qp()
 }
 
 /// Sends `req` and turns the answer into rank `rank`'s setup. While
@@ -87,7 +102,10 @@ pub async fn init_group(
         }
     };
     match verdict {
-        Verdict::Fallback(why) => Ok(GroupVerdict::Fallback(why)),
+        Verdict::Fallback { why, transport } => Ok(GroupVerdict::Fallback {
+            why,
+            transport: qp_transport(transport),
+        }),
         Verdict::Granted(g) => setup(&g, req, rank).map(GroupVerdict::Inc),
     }
 }
@@ -115,5 +133,55 @@ pub fn setup(g: &pb::Granted, req: &GroupRequest, rank: usize) -> Result<IncSetu
         window: g.window,
         reproducible: req.reproducible,
         shared: g.shared,
+        transport: qp_transport(profile_of("transport", g.transport).map_err(|e| bad(e.into()))?),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+    use epic_control::request::Member;
+
+    /// [COMM-042] A rank's setup takes the profile the grant names; a
+    /// grant without it (an older manager) is go-back-N, and an unknown
+    /// value makes the grant unusable.
+    #[test]
+    fn setup_takes_the_granted_transport() {
+        let req = GroupRequest::new(
+            "g",
+            (1..=2)
+                .map(|i| Member {
+                    ip: std::net::Ipv4Addr::new(10, 0, 0, i),
+                    qpn: Qpn::try_new(0x100 + u32::from(i)).unwrap(),
+                })
+                .collect(),
+        );
+        let mut g = pb::Granted {
+            group: 3,
+            mode: 2,
+            mtu: 1024,
+            window: 4,
+            message_packets: 1,
+            ranks: vec![pb::RankSetup {
+                rank: 1,
+                switch_mac: vec![2, 0, 0, 0, 0, 9],
+                switch_ip: 0x0a01_0000,
+                switch_qpn: 0x1001,
+            }],
+            ..pb::Granted::default()
+        };
+        assert_eq!(setup(&g, &req, 1).unwrap().transport, Transport::Gbn);
+        g.transport = pb::TransportProfile::Sr.into();
+        assert_eq!(setup(&g, &req, 1).unwrap().transport, Transport::SR);
+        g.transport = 7;
+        assert!(matches!(
+            setup(&g, &req, 1),
+            Err(InitGroupError::BadGrant {
+                rank: 1,
+                problem: GrantProblem::Field(_)
+            })
+        ));
+        assert_eq!(qp_transport(TransportProfile::Gbn), Transport::Gbn);
+    }
 }

@@ -129,6 +129,7 @@ pub fn dut_spec(case: &Case) -> Result<(DutSpec, usize), HarnessError> {
             config: c.config().clone(),
             start_psn: cfg.start_psn,
             placement: c.placement(),
+            transport: case.transport.profile.qp_transport(),
         })
         .collect();
     let spec = DutSpec {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use epic_io::LinkFaults;
-use epic_lab::{Baseline, Event, LabConfig, NetnsOptions};
+use epic_lab::{Baseline, Event, LabConfig, LabTransport, NetnsOptions};
 use epic_topology::TreeSpec;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -114,6 +114,37 @@ pub(crate) struct LabArgs {
     /// `mpi-kernel` routed by the kernel, or both (`mpi,mpi-kernel`).
     #[arg(long, value_enum, value_delimiter = ',', requires = "netns")]
     baseline: Vec<BaselineArg>,
+    /// The ranks' RC transport profile: auto runs selective
+    /// retransmission (SR) where the manager grants it (every switch of
+    /// the tree runs it in the mode: Mode II today) and on the host
+    /// fallback, go-back-N elsewhere; sr requires it (a mode that cannot
+    /// have it stops the run); gbn is rxe's go-back-N everywhere. Each row
+    /// reports the profile it ran.
+    #[arg(long, value_enum, default_value = "auto")]
+    transport: LabTransportArg,
+}
+
+/// `--transport` of `epic lab`. [LAB-013]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LabTransportArg {
+    /// rxe's go-back-N everywhere.
+    #[value(alias = "go-back-n")]
+    Gbn,
+    /// Selective retransmission everywhere, or stop.
+    #[value(alias = "selective")]
+    Sr,
+    /// SR where granted, go-back-N elsewhere.
+    Auto,
+}
+
+impl LabTransportArg {
+    fn lab(self) -> LabTransport {
+        match self {
+            LabTransportArg::Gbn => LabTransport::Gbn,
+            LabTransportArg::Sr => LabTransport::Sr,
+            LabTransportArg::Auto => LabTransport::Auto,
+        }
+    }
 }
 
 /// `--baseline`.
@@ -151,6 +182,7 @@ impl LabArgs {
             message_packets: self.message_packets,
             policy: self.policy,
             switch_timeout_us: self.switch_timeout_us,
+            transport: self.transport.lab(),
             netns: self.netns.then(|| {
                 // The switches run this very binary.
                 let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("epic"));

@@ -8,6 +8,7 @@ use std::future::{ready, Future};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use epic_proto::engine::{ContextConfig, EngineConfig, IncEngine, InstallError, Placement};
+use epic_proto::roce::Transport;
 use epic_proto::wire::GroupId;
 
 use crate::ledger::{LaneBoard, LaneEngine};
@@ -79,14 +80,22 @@ impl LaneEngine for EngineLanes {
         &self,
         lane: ContextConfig,
         at: Placement,
+        transport: Transport,
     ) -> impl Future<Output = Result<(), EngineRefusal>> + Send {
+        let group = lane.group;
         ready(match &self.refuse {
             Some(why) => Err(EngineRefusal::Injected(why.clone())),
-            None => self
-                .lock()
-                .install_at(lane, at)
-                .map(|_| ())
-                .map_err(EngineRefusal::from),
+            None => {
+                let mut e = self.lock();
+                e.install_at(lane, at)
+                    .map(|_| {
+                        // The group's profile, at install. [SR-036]
+                        if let Some(c) = e.context_mut(group) {
+                            c.set_transport(transport);
+                        }
+                    })
+                    .map_err(EngineRefusal::from)
+            }
         })
     }
 

@@ -1,6 +1,7 @@
 //! What an IncAgent reports its switch can do: the modes, data types,
-//! operators and collectives it runs, and its SRAM and context limits.
-//! [MGR-011]
+//! operators and collectives it runs, the modes it runs the Selective
+//! Retransmission transport in, and its SRAM and context limits.
+//! [MGR-011] [MGR-015]
 
 use epic_proto::engine::Mode;
 use epic_proto::wire::{Collective, DataType, ReduceOp};
@@ -48,11 +49,18 @@ pub struct Capabilities {
     pub max_fan_in: u32,
     /// Largest RoCE path MTU (payload bytes per packet) it handles.
     pub mtu: u32,
+    /// Modes by number in which it runs the Selective Retransmission
+    /// profile toward its tree edges (SPEC §17.7); empty: go-back-N only,
+    /// which is what a registration or a record without the field
+    /// decodes as. [MGR-015]
+    #[serde(default)]
+    pub sr_modes: Bits,
 }
 
 impl Capabilities {
-    /// A switch that does everything EPIC defines, with `sram_bytes` of
-    /// arena.
+    /// A switch that does everything EPIC defines over go-back-N, with
+    /// `sram_bytes` of arena: no SR (a switch says so itself, as
+    /// [`Capabilities::with_sr`] does). [MGR-015]
     pub fn full(sram_bytes: u64) -> Capabilities {
         Capabilities {
             modes: Bits::of([1, 2, 3]),
@@ -72,12 +80,24 @@ impl Capabilities {
             max_groups: 1024,
             max_fan_in: 64,
             mtu: 4096,
+            sr_modes: Bits::default(),
         }
+    }
+
+    /// The same switch running SR in `modes`. [MGR-015]
+    pub fn with_sr(mut self, modes: impl IntoIterator<Item = Mode>) -> Capabilities {
+        self.sr_modes = Bits::of(modes.into_iter().map(Mode::number));
+        self
     }
 
     /// Whether the switch runs `mode`.
     pub fn has_mode(&self, mode: Mode) -> bool {
         self.modes.has(mode.number())
+    }
+
+    /// Whether the switch runs the SR profile in `mode`. [MGR-015]
+    pub fn has_sr(&self, mode: Mode) -> bool {
+        self.sr_modes.has(mode.number())
     }
 
     /// Whether the switch handles `c`.

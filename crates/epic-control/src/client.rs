@@ -7,11 +7,11 @@ use tonic::{Request, Status};
 
 pub use tonic::Code;
 
-use crate::convert::request_to_pb;
+use crate::convert::{profile_of, request_to_pb};
 use crate::pb;
 use crate::pb::admin_service_client::AdminServiceClient;
 use crate::pb::comm_lib_service_client::CommLibServiceClient;
-use crate::request::GroupRequest;
+use crate::request::{GroupRequest, TransportProfile};
 
 /// Why a call to the manager failed.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +43,9 @@ pub enum ClientError {
     /// An answer without its verdict.
     #[error("the manager's answer lacks {0}")]
     Incomplete(&'static str),
+    /// A field of the answer holds no valid value.
+    #[error("the manager's answer: {0}")]
+    Field(#[from] crate::convert::BadField),
 }
 
 impl ClientError {
@@ -117,8 +120,13 @@ pub async fn connect(addr: &str) -> Result<Channel, ClientError> {
 pub enum Verdict {
     /// INC granted and installed.
     Granted(pb::Granted),
-    /// Run host collectives, for this reason.
-    Fallback(String),
+    /// Run host collectives.
+    Fallback {
+        /// The manager's reason.
+        why: String,
+        /// The profile of the hosts' fallback mesh. [MGR-045]
+        transport: TransportProfile,
+    },
 }
 
 /// CommLib's and the operator's client.
@@ -148,7 +156,11 @@ impl ManagerClient {
             .into_inner();
         match r.verdict {
             Some(pb::init_group_reply::Verdict::Granted(g)) => Ok(Verdict::Granted(g)),
-            Some(pb::init_group_reply::Verdict::Fallback(why)) => Ok(Verdict::Fallback(why)),
+            Some(pb::init_group_reply::Verdict::Fallback(why)) => Ok(Verdict::Fallback {
+                why,
+                transport: profile_of("fallback_transport", r.fallback_transport)
+                    .map_err(ClientError::Field)?,
+            }),
             None => Err(ClientError::Incomplete("a verdict")),
         }
     }

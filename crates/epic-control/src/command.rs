@@ -6,8 +6,9 @@ use epic_proto::engine::{ContextConfig, Placement};
 use epic_proto::wire::GroupId;
 use serde::{Deserialize, Serialize};
 
-use crate::convert::{context_from_pb, BadField, Problem};
+use crate::convert::{context_from_pb, profile_of, BadField, Problem};
 use crate::pb;
+use crate::request::TransportProfile;
 
 /// A region of a switch's SRAM arena: a group's block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -38,6 +39,10 @@ pub enum Command {
         region: Region,
         /// Shared with other groups (temporal multiplexing).
         shared: bool,
+        /// The group's granted transport profile, which every lane's
+        /// context is given at install (absent on the wire: go-back-N).
+        /// [MGR-046] [SR-036]
+        transport: TransportProfile,
     },
     /// Remove a group's contexts (nothing to do if it has none).
     Remove(GroupId),
@@ -85,6 +90,7 @@ impl Command {
                     .collect::<Result<_, _>>()?,
                 region: region(&i.region, "install.region")?,
                 shared: i.shared,
+                transport: profile_of("install.transport", i.transport)?,
             },
             C::Remove(r) => Command::Remove(GroupId(r.group)),
             C::Relocate(r) => Command::Relocate {

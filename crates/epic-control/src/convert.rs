@@ -10,7 +10,7 @@ use epic_proto::wire::{EthernetAddress, GroupId, Qpn};
 use crate::caps::{Bits, Capabilities};
 use crate::command::Region;
 use crate::pb;
-use crate::request::{GroupRequest, Member, Preference};
+use crate::request::{GroupRequest, Member, Preference, TransportProfile, TransportRequest};
 
 /// A field of a message that does not hold a valid value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -106,6 +106,7 @@ impl From<&Capabilities> for pb::Capabilities {
             max_groups: c.max_groups,
             max_fan_in: c.max_fan_in,
             mtu: c.mtu,
+            sr_modes: list(c.sr_modes),
         }
     }
 }
@@ -121,7 +122,29 @@ impl From<&pb::Capabilities> for Capabilities {
             max_groups: c.max_groups,
             max_fan_in: c.max_fan_in,
             mtu: c.mtu,
+            // Absent in an older agent's registration: go-back-N only.
+            // [MGR-015]
+            sr_modes: bits(&c.sr_modes),
         }
+    }
+}
+
+impl From<TransportProfile> for pb::TransportProfile {
+    fn from(t: TransportProfile) -> pb::TransportProfile {
+        match t {
+            TransportProfile::Gbn => pb::TransportProfile::Gbn,
+            TransportProfile::Sr => pb::TransportProfile::Sr,
+        }
+    }
+}
+
+/// A transport profile from the wire (`field` names it in the error).
+/// [MGR-045]
+pub fn profile_of(field: &'static str, v: i32) -> Result<TransportProfile, BadField> {
+    match pb::TransportProfile::try_from(v) {
+        Ok(pb::TransportProfile::Gbn) => Ok(TransportProfile::Gbn),
+        Ok(pb::TransportProfile::Sr) => Ok(TransportProfile::Sr),
+        Err(_) => Err(bad(field, Problem::Unknown(v))),
     }
 }
 
@@ -268,6 +291,12 @@ pub fn request_from_pb(r: &pb::InitGroupRequest) -> Result<GroupRequest, BadFiel
         Ok(pb::Preference::Throughput) => Preference::Throughput,
         Err(_) => return Err(bad("preference", Problem::Unknown(r.preference))),
     };
+    let transport = match pb::TransportRequest::try_from(r.transport) {
+        Ok(pb::TransportRequest::Gbn) => TransportRequest::Gbn,
+        Ok(pb::TransportRequest::PreferSr) => TransportRequest::PreferSr,
+        Ok(pb::TransportRequest::RequireSr) => TransportRequest::RequireSr,
+        Err(_) => return Err(bad("transport", Problem::Unknown(r.transport))),
+    };
     Ok(GroupRequest {
         name: r.name.clone(),
         members,
@@ -280,6 +309,7 @@ pub fn request_from_pb(r: &pb::InitGroupRequest) -> Result<GroupRequest, BadFiel
         gbps: r.gbps,
         duty_permille: duty,
         preference,
+        transport,
     })
 }
 
@@ -306,6 +336,11 @@ pub fn request_to_pb(r: &GroupRequest) -> pb::InitGroupRequest {
         preference: match r.preference {
             Preference::Latency => pb::Preference::Latency.into(),
             Preference::Throughput => pb::Preference::Throughput.into(),
+        },
+        transport: match r.transport {
+            TransportRequest::Gbn => pb::TransportRequest::Gbn.into(),
+            TransportRequest::PreferSr => pb::TransportRequest::PreferSr.into(),
+            TransportRequest::RequireSr => pb::TransportRequest::RequireSr.into(),
         },
     }
 }

@@ -20,6 +20,7 @@ use std::future::Future;
 use std::sync::{Mutex, MutexGuard};
 
 use epic_proto::engine::{ContextConfig, Placement};
+use epic_proto::roce::Transport;
 use epic_proto::wire::GroupId;
 
 use crate::agent::Switchboard;
@@ -31,11 +32,13 @@ pub trait LaneEngine: Send + Sync + 'static {
     /// Why the engine refused an operation.
     type Error: std::error::Error + Send + Sync + 'static;
 
-    /// Installs one lane at `at` in the arena.
+    /// Installs one lane at `at` in the arena, its context given the
+    /// group's transport profile. [MGR-046] [SR-036]
     fn install(
         &self,
         lane: ContextConfig,
         at: Placement,
+        transport: Transport,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Removes the lane of group id `lane`.
@@ -129,6 +132,7 @@ impl LaneLedger {
                 contexts,
                 region,
                 shared,
+                transport,
             } => {
                 if self.lock().contains_key(&group) {
                     return Ok(());
@@ -137,7 +141,7 @@ impl LaneLedger {
                 let mut lanes = Vec::with_capacity(contexts.len());
                 for c in contexts {
                     let lane = c.group;
-                    if let Err(source) = engine.install(c, at).await {
+                    if let Err(source) = engine.install(c, at, transport.qp()).await {
                         rollback(engine, lanes).await;
                         return Err(LaneError::Install { lane, source });
                     }

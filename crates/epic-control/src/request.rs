@@ -29,6 +29,81 @@ pub enum Preference {
     Throughput,
 }
 
+/// The RC transport profile a group runs (SPEC §17): every rank's QPs
+/// toward its first hop and the fallback mesh. [MGR-044] [SR-010]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum TransportProfile {
+    /// rxe's go-back-N: what a verbs NIC and a switch that reports no SR
+    /// run, and what a message without the field means.
+    #[default]
+    Gbn,
+    /// Selective Retransmission (SACKs, measured timers).
+    Sr,
+}
+
+impl TransportProfile {
+    /// `gbn` or `sr`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportProfile::Gbn => "gbn",
+            TransportProfile::Sr => "sr",
+        }
+    }
+}
+
+impl TransportProfile {
+    /// The RC QP's (and a switch context's) profile: SR with its default
+    /// parameters, or go-back-N. [MGR-046] [SR-036]
+    pub fn qp(self) -> epic_proto::roce::Transport {
+        match self {
+            TransportProfile::Gbn => epic_proto::roce::Transport::Gbn,
+            TransportProfile::Sr => epic_proto::roce::Transport::SR,
+        }
+    }
+}
+
+impl std::fmt::Display for TransportProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What an `InitGroup` request asks of the transport. [MGR-044]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum TransportRequest {
+    /// Go-back-N, whatever the switches run: what a request without the
+    /// field (an older client, an older stored grant) means.
+    #[default]
+    Gbn,
+    /// SR where it can be granted (every switch of the tree runs it in
+    /// the group's mode), go-back-N otherwise. The mode is chosen first,
+    /// exactly as for a go-back-N request.
+    PreferSr,
+    /// SR or no INC: a tree that cannot carry SR gets the fallback
+    /// verdict `Fallback::Transport` (manager) naming the switch and mode,
+    /// and the hosts run their fallback over SR. With no mode asked for,
+    /// the manager picks the highest mode every switch of the tree runs
+    /// SR in.
+    RequireSr,
+}
+
+impl TransportRequest {
+    /// Whether the request asks for SR at all.
+    pub fn wants_sr(self) -> bool {
+        !matches!(self, TransportRequest::Gbn)
+    }
+
+    /// The profile of the hosts' fallback mesh: the switches only route
+    /// it, so it is SR whenever SR was asked for. [MGR-045]
+    pub fn fallback_profile(self) -> TransportProfile {
+        if self.wants_sr() {
+            TransportProfile::Sr
+        } else {
+            TransportProfile::Gbn
+        }
+    }
+}
+
 /// An `InitGroup` request. [MGR-040]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupRequest {
@@ -59,11 +134,16 @@ pub struct GroupRequest {
     pub duty_permille: u16,
     /// Spatial policy: which end of the Pareto frontier.
     pub preference: Preference,
+    /// The transport profile asked for; absent from a stored request, it
+    /// is go-back-N. [MGR-044]
+    #[serde(default)]
+    pub transport: TransportRequest,
 }
 
 impl GroupRequest {
     /// A resync-profile request with the lab's defaults: MTU 1024, W 4,
-    /// M 1, full duty cycle.
+    /// M 1, full duty cycle, SR where it can be granted
+    /// ([`TransportRequest::PreferSr`]).
     pub fn new(name: impl Into<String>, members: Vec<Member>) -> GroupRequest {
         GroupRequest {
             name: name.into(),
@@ -77,6 +157,7 @@ impl GroupRequest {
             gbps: 0,
             duty_permille: 1000,
             preference: Preference::Latency,
+            transport: TransportRequest::PreferSr,
         }
     }
 

@@ -16,11 +16,12 @@ use std::sync::Mutex;
 use epic_control::agent::Switchboard;
 use epic_control::board::{EngineBoard, EngineRefusal};
 use epic_control::ledger::{LaneBoard, LaneEngine, LaneError};
-use epic_control::request::{lane_qpn, lanes};
+use epic_control::request::{lane_qpn, lanes, TransportProfile};
 use epic_control::{Command, Region};
 use epic_proto::engine::{
     ContextConfig, EndpointConfig, EngineConfig, Mode, Peer, Placement, PsnAlignment,
 };
+use epic_proto::roce::Transport;
 use epic_proto::wire::{EthernetAddress, GroupId, Qpn};
 
 /// What the scripted engine was asked, in order.
@@ -40,6 +41,8 @@ struct Refused(u32);
 struct Script {
     refuse: Option<GroupId>,
     calls: Mutex<Vec<Call>>,
+    /// The profile each installed lane was given.
+    transports: Mutex<Vec<Transport>>,
 }
 
 impl Script {
@@ -51,7 +54,13 @@ impl Script {
 impl LaneEngine for Script {
     type Error = Refused;
 
-    async fn install(&self, lane: ContextConfig, at: Placement) -> Result<(), Refused> {
+    async fn install(
+        &self,
+        lane: ContextConfig,
+        at: Placement,
+        transport: Transport,
+    ) -> Result<(), Refused> {
+        self.transports.lock().unwrap().push(transport);
         self.calls
             .lock()
             .unwrap()
@@ -121,6 +130,7 @@ fn install(group: u32, contexts: Vec<ContextConfig>, region: Region) -> Command 
         contexts,
         region,
         shared: false,
+        transport: TransportProfile::Gbn,
     }
 }
 
@@ -278,4 +288,62 @@ async fn an_engine_board_installs_every_lane_or_none() {
         .unwrap_err();
     assert_eq!(e.to_string(), "group 10: refused by the test");
     assert_eq!(refusing.with_engine(|e| e.contexts().len()), 0);
+}
+
+/// [MGR-046] [SR-036] An install's profile reaches every lane: from the
+/// wire (absent: go-back-N) through the ledger to the engine, and the
+/// in-process engine's contexts hold it (an SR Mode II context keeps its
+/// SACK records, a go-back-N one none).
+#[tokio::test]
+async fn every_lane_is_given_the_groups_transport() {
+    let board = LaneBoard::over(Script::default());
+    let mut c = install(10, per_pattern(10, 2), BLOCK);
+    if let Command::Install { transport, .. } = &mut c {
+        *transport = TransportProfile::Sr;
+    }
+    board.apply(c).await.unwrap();
+    let seen = board.engine().transports.lock().unwrap().clone();
+    assert_eq!(seen.len(), 5, "2K + 1 lanes");
+    assert!(seen.iter().all(|t| *t == Transport::SR), "{seen:?}");
+
+    let pb_install = |transport: i32| {
+        epic_control::pb::agent_command::Command::Install(epic_control::pb::InstallGroup {
+            group: 30,
+            contexts: vec![epic_control::convert::context_to_pb(&lane(
+                30,
+                2,
+                PsnAlignment::Resync,
+            ))],
+            region: Some(BLOCK.into()),
+            shared: false,
+            transport,
+        })
+    };
+    let Command::Install { transport, .. } = Command::from_pb(&pb_install(0)).unwrap() else {
+        panic!("an install")
+    };
+    assert_eq!(transport, TransportProfile::Gbn, "absent: go-back-N");
+    let e = Command::from_pb(&pb_install(9)).unwrap_err();
+    assert_eq!(e.field, "install.transport");
+
+    for (t, sacks) in [(TransportProfile::Sr, true), (TransportProfile::Gbn, false)] {
+        let mut cfg = EngineConfig::new(
+            EthernetAddress([2, 0, 0, 1, 0, 0]),
+            Ipv4Addr::new(10, 1, 0, 0),
+        );
+        cfg.arena_bytes = 1 << 20;
+        let board = EngineBoard::new(cfg);
+        let block = Region {
+            offset: 0,
+            len: 1 << 18,
+        };
+        let mut c = install(40, vec![lane(40, 2, PsnAlignment::Resync)], block);
+        if let Command::Install { transport, .. } = &mut c {
+            *transport = t;
+        }
+        board.apply(c).await.unwrap();
+        let bytes =
+            board.with_engine(|e| e.context(GroupId(40)).map(|c| c.transport_bytes()).unwrap());
+        assert_eq!(bytes > 0, sacks, "{t:?}: {bytes}");
+    }
 }

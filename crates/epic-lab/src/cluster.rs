@@ -6,11 +6,12 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 
 use commlib::{CommConfig, CommStats, Communicator, IncSetup};
+use epic_control::request::TransportProfile;
 use epic_io::capture::{CaptureError, CapturePorts};
 use epic_io::{Clock, FramePorts, MemFabric, MemNodeId, MemPorts};
 use epic_proto::cc::EcnConfig;
 use epic_proto::engine::{EngineConfig, Mode};
-use epic_proto::roce::Mtu;
+use epic_proto::roce::{Mtu, Transport};
 use epic_proto::wire::GroupId;
 use epic_proto::Psn;
 use epic_topology::{host_qpn, switch_qpn, IncTree, PortPeer};
@@ -61,6 +62,9 @@ pub(crate) struct LabCluster {
     manager: Option<ManagerProc>,
     /// The ranks' output buffers, reused from call to call.
     pub(crate) buffers: OutputBuffers,
+    /// The transport profile the ranks run (what the manager granted, or
+    /// the host fallback's). [LAB-013]
+    pub(crate) transport: TransportProfile,
 }
 
 fn mtu_of(bytes: u32) -> Mtu {
@@ -149,7 +153,8 @@ fn static_spec(
 }
 
 /// The communicator configuration of rank `r`: in an INC mode with the
-/// setup the manager granted (`granted`), else the static one.
+/// setup the manager granted (`granted`), else the static one; the host
+/// fallback's QPs run [`host_transport`]. [LAB-013]
 fn comm_config(
     tree: &IncTree,
     r: usize,
@@ -181,6 +186,7 @@ fn comm_config(
             window: cfg.window,
             reproducible: true,
             shared: false,
+            transport: Transport::Gbn,
         }),
         LabMode::Host => None,
     };
@@ -197,9 +203,27 @@ fn comm_config(
     if let Some(t) = cfg.host_timeout {
         c.qp_timeout = t;
     }
+    c.transport = commlib::qp_transport(host_transport(cfg));
     c.mtu = mtu_of(cfg.mtu);
     c.call_timeout = std::time::Duration::from_millis(cfg.call_timeout_ms);
     c
+}
+
+/// The host fallback's profile: its QPs run host to host, the switches
+/// only routing, so every node has SR unless go-back-N was asked for.
+/// [LAB-013] [MGR-045]
+fn host_transport(cfg: &LabConfig) -> TransportProfile {
+    cfg.transport.request().fallback_profile()
+}
+
+/// The profile the ranks of a cluster run: the INC lanes' (granted), else
+/// the fallback's.
+fn ran(cfg: &LabConfig, setups: &[Option<IncSetup>]) -> TransportProfile {
+    match setups.first().copied().flatten() {
+        Some(s) if s.transport == Transport::Gbn => TransportProfile::Gbn,
+        Some(_) => TransportProfile::Sr,
+        None => host_transport(cfg),
+    }
 }
 
 /// `ports`, captured into `dir` under `name` when asked.
@@ -270,6 +294,7 @@ impl LabCluster {
             control: None,
             manager,
             buffers: OutputBuffers::default(),
+            transport: ran(cfg, &setups),
         })
     }
 
@@ -333,9 +358,10 @@ impl LabCluster {
         // rank takes its first hop from the grant. [LAB-010]
         let (control, setups) = match mode {
             LabMode::Inc(m) => {
+                // Every switch registers what its engine can do, SR in
+                // Mode II included. [MGR-015]
                 let engine = static_spec(&tree, 0, cfg, mode, false).engine;
-                let fan_in = u32::try_from(engine.max_endpoints.min(64)).unwrap_or(64);
-                let topo = lab_topology(&tree, engine.arena_bytes as u64, fan_in)?;
+                let topo = lab_topology(&tree, &incengine::agent::capabilities(&engine))?;
                 let control = LabControl::start(&topo, &switches, cfg.policy).await?;
                 let setups = control.grant(&tree, cfg, m).await?;
                 (Some(control), setups.into_iter().map(Some).collect())
@@ -362,6 +388,7 @@ impl LabCluster {
             control,
             manager: None,
             buffers: OutputBuffers::default(),
+            transport: ran(cfg, &setups),
         })
     }
 

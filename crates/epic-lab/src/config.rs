@@ -4,6 +4,7 @@
 use core::fmt;
 use std::path::PathBuf;
 
+use epic_control::request::TransportRequest;
 use epic_io::LinkFaults;
 use epic_proto::engine::Mode;
 use epic_proto::wire::{Collective, DataType, ReduceOp};
@@ -42,6 +43,44 @@ impl LabMode {
 impl fmt::Display for LabMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// Which RC transport profile the lab's ranks ask for (`--transport`).
+/// [LAB-013]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LabTransport {
+    /// Go-back-N everywhere (rxe's, what a verbs NIC runs).
+    Gbn,
+    /// SR everywhere: the INC modes require it of the manager (a mode
+    /// whose switches do not run SR is refused and the run stops with the
+    /// manager's reason); the host fallback runs it.
+    Sr,
+    /// SR where granted (the default): the INC modes prefer it, so the
+    /// manager grants it where every switch of the tree runs it in the
+    /// mode (Mode II today) and go-back-N elsewhere; the host fallback
+    /// runs SR, its switches only routing.
+    #[default]
+    Auto,
+}
+
+impl LabTransport {
+    /// `gbn`, `sr` or `auto`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LabTransport::Gbn => "gbn",
+            LabTransport::Sr => "sr",
+            LabTransport::Auto => "auto",
+        }
+    }
+
+    /// What the INC modes ask of the manager. [MGR-044]
+    pub fn request(self) -> TransportRequest {
+        match self {
+            LabTransport::Gbn => TransportRequest::Gbn,
+            LabTransport::Sr => TransportRequest::RequireSr,
+            LabTransport::Auto => TransportRequest::PreferSr,
+        }
     }
 }
 
@@ -146,6 +185,11 @@ pub struct LabConfig {
     /// marked only if their senders set ECT; the rows count the marks.
     /// [CC-105]
     pub ecn: bool,
+    /// The ranks' RC transport profile: `Auto` (the default) runs SR
+    /// where the manager grants it and on the host fallback. Each row
+    /// reports the profile it ran ([`Row::transport`](crate::Row::transport)).
+    /// [LAB-013]
+    pub transport: LabTransport,
 }
 
 /// What MPI is compared with EPIC on the namespace lab.
@@ -225,6 +269,7 @@ impl Default for LabConfig {
             netns: None,
             policy: manager::Policy::Spatial,
             ecn: false,
+            transport: LabTransport::Auto,
         }
     }
 }

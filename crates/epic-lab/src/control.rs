@@ -25,15 +25,10 @@ use tokio::task::JoinHandle;
 use crate::config::LabConfig;
 use crate::{BuildError, GrantError, LabError};
 
-/// The lab's fabric as the manager models it: the tree's switches (with
-/// `arena` bytes each), its ranks' NICs and its links.
-pub(crate) fn lab_topology(
-    tree: &IncTree,
-    arena: u64,
-    max_fan_in: u32,
-) -> Result<Topology, LabError> {
-    let mut caps = Capabilities::full(arena);
-    caps.max_fan_in = max_fan_in;
+/// The lab's fabric as the manager models it: the tree's switches (each
+/// registering `caps`, what its engine reports), its ranks' NICs and its
+/// links.
+pub(crate) fn lab_topology(tree: &IncTree, caps: &Capabilities) -> Result<Topology, LabError> {
     let switches = tree
         .switches
         .iter()
@@ -131,6 +126,7 @@ pub(crate) async fn grant(
     req.window = cfg.window;
     req.message_packets = cfg.message_packets;
     req.reproducible = true;
+    req.transport = cfg.transport.request();
     let mut out = Vec::with_capacity(tree.hosts.len());
     for r in 0..tree.hosts.len() {
         let v = commlib::init_group(&mut client, &req, r, Duration::from_secs(10))
@@ -138,7 +134,7 @@ pub(crate) async fn grant(
             .map_err(|source| fail(GrantError::InitGroup { rank: r, source }))?;
         match v {
             GroupVerdict::Inc(s) => out.push(s),
-            GroupVerdict::Fallback(why) => {
+            GroupVerdict::Fallback { why, .. } => {
                 return Err(fail(GrantError::Fallback { mode, why }).into())
             }
         }
@@ -327,6 +323,96 @@ mod tests {
                     (CALLS, CALLS, 0),
                     "{mode:?}: every call took and gave back the block"
                 );
+            }
+            c.shutdown().await;
+        }
+    }
+
+    /// [LAB-013] [COMM-042] [MGR-045] `auto` runs SR where the manager
+    /// grants it (Mode II) and on the host fallback, go-back-N toward the
+    /// Mode I and III switches; `gbn` runs go-back-N everywhere; `sr`
+    /// stops at a mode whose switches cannot have it, with the manager's
+    /// reason. An AllReduce over lossy links is right under each.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_cluster_runs_the_granted_transport() {
+        use crate::config::LabTransport;
+        use epic_control::request::TransportProfile;
+        let lossy = epic_io::LinkFaults {
+            loss: 0.02,
+            ..epic_io::LinkFaults::NONE
+        };
+        let cases = [
+            (
+                LabTransport::Auto,
+                LabMode::Inc(Mode::Translated),
+                Some(TransportProfile::Sr),
+            ),
+            (
+                LabTransport::Auto,
+                LabMode::Inc(Mode::Augmented),
+                Some(TransportProfile::Gbn),
+            ),
+            (
+                LabTransport::Auto,
+                LabMode::Inc(Mode::Terminated),
+                Some(TransportProfile::Gbn),
+            ),
+            (
+                LabTransport::Auto,
+                LabMode::Host,
+                Some(TransportProfile::Sr),
+            ),
+            (
+                LabTransport::Gbn,
+                LabMode::Inc(Mode::Translated),
+                Some(TransportProfile::Gbn),
+            ),
+            (
+                LabTransport::Gbn,
+                LabMode::Host,
+                Some(TransportProfile::Gbn),
+            ),
+            (
+                LabTransport::Sr,
+                LabMode::Inc(Mode::Translated),
+                Some(TransportProfile::Sr),
+            ),
+            (LabTransport::Sr, LabMode::Inc(Mode::Augmented), None),
+        ];
+        for (transport, mode, want) in cases {
+            let cfg = LabConfig {
+                transport,
+                faults: lossy,
+                host_timeout: Some(8),
+                switch_timeout_us: Some(1000),
+                ..LabConfig::default()
+            };
+            let started = LabCluster::start(&cfg, mode, None).await;
+            let Some(want) = want else {
+                let e = started.unwrap_err().to_string();
+                assert!(e.contains("SR"), "{transport:?} {mode:?}: {e}");
+                continue;
+            };
+            let mut c = started.unwrap();
+            assert_eq!(c.transport, want, "{transport:?} {mode:?}");
+            let n = c.comms.len();
+            let mut tasks = Vec::new();
+            for (r, mut comm) in std::mem::take(&mut c.comms).into_iter().enumerate() {
+                tasks.push(tokio::spawn(async move {
+                    let input = vec![r as f32 + 1.0; 20_000];
+                    let mut out = vec![0.0f32; 20_000];
+                    let res = comm.all_reduce(&input, &mut out, commlib::Op::Sum).await;
+                    (comm, res.map(|()| out))
+                }));
+            }
+            let sum = (n * (n + 1) / 2) as f32;
+            for t in tasks {
+                let (comm, out) = t.await.unwrap();
+                assert!(
+                    out.unwrap().iter().all(|x| *x == sum),
+                    "{transport:?} {mode:?}"
+                );
+                c.comms.push(comm);
             }
             c.shutdown().await;
         }

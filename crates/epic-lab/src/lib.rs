@@ -23,7 +23,7 @@ mod session;
 
 pub use cluster::LAB_GROUP;
 pub use config::{
-    Baseline, ConfigError, LabConfig, LabMode, NetnsOptions, AUTO_LARGE, COLLECTIVES,
+    Baseline, ConfigError, LabConfig, LabMode, LabTransport, NetnsOptions, AUTO_LARGE, COLLECTIVES,
     DEFAULT_SIZES, MODE2_CLEAN_HOST_TIMEOUT,
 };
 pub use error::{BuildError, CallError, GrantError, LabError};

@@ -17,6 +17,10 @@ pub struct Row {
     pub dtype: String,
     /// `sum`, `min` or `max` (`none` for collectives that do not reduce).
     pub op: String,
+    /// The RC transport profile the ranks ran: `gbn` or `sr` (what the
+    /// manager granted an INC mode, what the host fallback ran; `tcp` for
+    /// an MPI baseline). [LAB-013]
+    pub transport: String,
     /// Ranks in the group.
     pub ranks: u16,
     /// Bytes of one rank's vector: the input of AllReduce, Reduce,
@@ -52,11 +56,12 @@ pub struct Row {
 
 /// The fields of a JSON row, in order (`error` appears only on a failed
 /// row).
-pub const ROW_FIELDS: [&str; 15] = [
+pub const ROW_FIELDS: [&str; 16] = [
     "mode",
     "collective",
     "dtype",
     "op",
+    "transport",
     "ranks",
     "bytes",
     "iters",
@@ -106,11 +111,12 @@ fn size_label(bytes: u64) -> String {
 pub fn write_table_header(out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
-        "{:<10} {:<15} {:<6} {:<4} {:>6} {:>5} {:>7} {:>11} {:>11} {:>11} {:>8} {:>7}",
+        "{:<10} {:<15} {:<6} {:<4} {:<9} {:>6} {:>5} {:>7} {:>11} {:>11} {:>11} {:>8} {:>7}",
         "mode",
         "collective",
         "dtype",
         "op",
+        "transport",
         "size",
         "iters",
         "correct",
@@ -126,11 +132,12 @@ pub fn write_table_header(out: &mut impl Write) -> io::Result<()> {
 pub fn write_table_row(out: &mut impl Write, r: &Row) -> io::Result<()> {
     writeln!(
         out,
-        "{:<10} {:<15} {:<6} {:<4} {:>6} {:>5} {:>7} {:>11.1} {:>11.1} {:>11.3} {:>8} {:>7}",
+        "{:<10} {:<15} {:<6} {:<4} {:<9} {:>6} {:>5} {:>7} {:>11.1} {:>11.1} {:>11.3} {:>8} {:>7}",
         r.mode,
         r.collective,
         r.dtype,
         r.op,
+        r.transport,
         size_label(r.bytes),
         r.iters,
         if r.correct { "yes" } else { "NO" },
@@ -214,6 +221,7 @@ mod tests {
             collective: "all_reduce".into(),
             dtype: "fp32".into(),
             op: "sum".into(),
+            transport: "sr".into(),
             ranks: 4,
             bytes: 4096,
             iters: 3,
@@ -253,6 +261,9 @@ mod tests {
         write_table(&mut table, &[row()]).unwrap();
         let t = String::from_utf8(table).unwrap();
         assert!(t.contains("4K") && t.contains("yes"), "{t}");
+        // [LAB-013] The profile a row ran is a column and a JSON field.
+        assert!(t.contains("transport") && t.contains(" sr "), "{t}");
+        assert_eq!(v["transport"], "sr");
     }
 
     /// [LAB-009] Every EPIC row with a baseline of the same point gets

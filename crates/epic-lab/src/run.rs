@@ -59,7 +59,7 @@ pub fn describe(cfg: &LabConfig) -> String {
         p => format!("; manager policy {p}"),
     };
     format!(
-        "epic lab: {} ({} ranks), {links}, modes {}; {} {}; {} + {} warm-up iteration(s); loss {}, reorder {}, dup {} on {faulty}; MTU {}, M = {}, W = {}; seed {}{policy}",
+        "epic lab: {} ({} ranks), {links}, modes {}; {} {}; {} + {} warm-up iteration(s); loss {}, reorder {}, dup {} on {faulty}; MTU {}, M = {}, W = {}; transport {}; seed {}{policy}",
         cfg.topology,
         cfg.ranks(),
         modes.join(","),
@@ -73,6 +73,7 @@ pub fn describe(cfg: &LabConfig) -> String {
         cfg.mtu,
         cfg.message_packets,
         cfg.window,
+        cfg.transport.name(),
         cfg.seed,
     )
 }
@@ -217,6 +218,7 @@ async fn measure(
         collective: collective.name().to_string(),
         dtype: if barrier { "none" } else { cfg.dtype.name() }.to_string(),
         op: case.req.op.name().to_string(),
+        transport: cluster.transport.name().to_string(),
         ranks: cfg.ranks(),
         bytes: case.bytes,
         iters: u32::try_from(times.len()).unwrap_or(u32::MAX),

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use epic_io::LinkFaults;
-use epic_lab::{run, Event, LabConfig, LabMode, Row, COLLECTIVES};
+use epic_lab::{run, Event, LabConfig, LabMode, LabTransport, Row, COLLECTIVES};
 use epic_proto::wire::{DataType, ReduceOp};
 
 /// 4 KiB (one packet per rank block in ReduceScatter) and 20 KiB (five
@@ -50,17 +50,43 @@ fn assert_all_correct(rows: &[Row], cfg: &LabConfig) {
     }
 }
 
+/// [LAB-013] [MGR-045] The profile each row ran: under `auto` SR in Mode II
+/// and on the host fallback, go-back-N toward Modes I and III; under `gbn`
+/// go-back-N everywhere.
+fn assert_profiles(rows: &[Row], transport: LabTransport) {
+    for r in rows {
+        let want = match (transport, r.mode.as_str()) {
+            (LabTransport::Gbn, _) | (_, "1" | "3") => "gbn",
+            _ => "sr",
+        };
+        assert_eq!(r.transport, want, "{r:?}");
+    }
+}
+
 /// [LAB-001] [LAB-002] Clean links: every row correct, nothing dropped,
 /// and nothing resent in the INC modes. The timers are set well above a debug build's
 /// round trips (≈ 17 ms), so that no retransmission is spurious.
 #[test]
 fn full_matrix_on_clean_links() {
+    clean_links(LabTransport::Auto);
+}
+
+/// [LAB-001] [LAB-002] [LAB-013] [`full_matrix_on_clean_links`] with
+/// go-back-N everywhere.
+#[test]
+fn full_matrix_on_clean_links_gbn() {
+    clean_links(LabTransport::Gbn);
+}
+
+fn clean_links(transport: LabTransport) {
     let cfg = LabConfig {
         host_timeout: Some(12),
         switch_timeout_us: Some(17_000),
+        transport,
         ..small(LinkFaults::NONE)
     };
     let rows = run_all(&cfg);
+    assert_profiles(&rows, transport);
     assert_all_correct(&rows, &cfg);
     let dropped: Vec<&Row> = rows.iter().filter(|r| r.drops > 0).collect();
     assert!(dropped.is_empty(), "drops on clean links: {dropped:#?}");
@@ -79,11 +105,26 @@ fn full_matrix_on_clean_links() {
 /// every row correct, recovered by retransmissions the rows count.
 #[test]
 fn full_matrix_with_five_percent_loss() {
-    let cfg = small(LinkFaults {
-        loss: 0.05,
-        ..LinkFaults::NONE
-    });
+    five_percent_loss(LabTransport::Auto);
+}
+
+/// [LAB-001] [LAB-003] [LAB-013] [`full_matrix_with_five_percent_loss`]
+/// with go-back-N everywhere.
+#[test]
+fn full_matrix_with_five_percent_loss_gbn() {
+    five_percent_loss(LabTransport::Gbn);
+}
+
+fn five_percent_loss(transport: LabTransport) {
+    let cfg = LabConfig {
+        transport,
+        ..small(LinkFaults {
+            loss: 0.05,
+            ..LinkFaults::NONE
+        })
+    };
     let rows = run_all(&cfg);
+    assert_profiles(&rows, transport);
     assert_all_correct(&rows, &cfg);
     assert!(
         rows.iter().map(|r| r.drops).sum::<u64>() > 0,

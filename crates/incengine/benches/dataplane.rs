@@ -228,6 +228,7 @@ impl Star {
             config: context(mode),
             start_psn: c,
             placement: None,
+            transport: epic_proto::roce::Transport::Gbn,
         });
         let mut s = Star {
             sw: BenchSwitch::build(spec, D).unwrap(),

@@ -11,7 +11,8 @@ use epic_control::agent::{run_agent, AgentConfig};
 use epic_control::caps::Capabilities;
 use epic_control::ledger::{LaneBoard, LaneEngine};
 use epic_control::pb;
-use epic_proto::engine::{ContextConfig, Placement};
+use epic_proto::engine::{ContextConfig, EngineConfig, Mode, Placement};
+use epic_proto::roce::Transport;
 use epic_proto::wire::{EthernetAddress, GroupId};
 use epic_proto::Psn;
 use serde::{Deserialize, Serialize};
@@ -138,13 +139,28 @@ impl ManagerSection {
     }
 }
 
+/// The modes in which this switch's engine runs the SR transport profile:
+/// Mode II, which reflects an AllReduce rank's SACK as the SACK of its own
+/// data and takes every other one as the ACK of its cumulative point or
+/// the NAK of its first hole (SPEC §17.7). Modes I and III recover per hop
+/// with go-back-N toward the ranks. [MGR-015] [SR-030] [SR-031] [SR-032]
+pub const SR_MODES: [Mode; 1] = [Mode::Translated];
+
+/// What an engine configured as `e` can do: every mode, type, op and
+/// collective, its arena, context and edge limits, and SR in
+/// [`SR_MODES`]. [MGR-011] [MGR-015]
+pub fn capabilities(e: &EngineConfig) -> Capabilities {
+    let mut caps = Capabilities::full(e.arena_bytes as u64).with_sr(SR_MODES);
+    caps.max_groups = u32::try_from(e.max_contexts).unwrap_or(u32::MAX);
+    caps.max_fan_in = u32::try_from(e.max_endpoints.min(64)).unwrap_or(64);
+    caps
+}
+
 /// What the switch registers: its engine's limits as capabilities, its
 /// ports, and the `[manager]` section's links and hosts. [MGR-011]
 pub fn registration(spec: &SwitchSpec, ports: usize, link: &ManagerLink) -> pb::RegisterRequest {
     let e = &spec.engine;
-    let mut caps = Capabilities::full(e.arena_bytes as u64);
-    caps.max_groups = u32::try_from(e.max_contexts).unwrap_or(u32::MAX);
-    caps.max_fan_in = u32::try_from(e.max_endpoints.min(64)).unwrap_or(64);
+    let caps = capabilities(e);
     pb::RegisterRequest {
         name: spec.name.clone(),
         mac: e.mac.0.to_vec(),
@@ -184,11 +200,17 @@ pub type HandleBoard = LaneBoard<SwitchControl>;
 impl LaneEngine for SwitchControl {
     type Error = SwitchError;
 
-    async fn install(&self, lane: ContextConfig, at: Placement) -> Result<(), SwitchError> {
+    async fn install(
+        &self,
+        lane: ContextConfig,
+        at: Placement,
+        transport: Transport,
+    ) -> Result<(), SwitchError> {
         let spec = ContextSpec {
             config: lane,
             start_psn: Psn::ZERO,
             placement: Some(at),
+            transport,
         };
         SwitchControl::install(self, spec).await.map(|_| ())
     }

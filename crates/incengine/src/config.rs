@@ -634,5 +634,8 @@ fn context(i: usize, c: &ContextEntry, ports: u16) -> Result<ContextSpec, Config
         },
         start_psn,
         placement: None,
+        // `switch.toml` names no profile: go-back-N; the manager's installs
+        // carry the group's. [MGR-046]
+        transport: epic_proto::roce::Transport::Gbn,
     })
 }

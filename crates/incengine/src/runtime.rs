@@ -200,6 +200,7 @@ pub(crate) fn install(
     .map_err(|source| SwitchError::Install { group, source })?;
     if let Some(c) = engine.context_mut(group) {
         c.set_start_psn(spec.start_psn);
+        c.set_transport(spec.transport);
     }
     Ok(fp)
 }

@@ -57,6 +57,10 @@ pub struct ContextSpec {
     /// The block of the arena the manager placed the context in, if it
     /// did (shared blocks are taken in turn at run time). [TMX-001]
     pub placement: Option<epic_proto::engine::Placement>,
+    /// The transport profile the group's ranks run, given to the context
+    /// at install (go-back-N for a context of `switch.toml`). [MGR-046]
+    /// [SR-036]
+    pub transport: epic_proto::roce::Transport,
 }
 
 impl From<ContextConfig> for ContextSpec {
@@ -66,6 +70,7 @@ impl From<ContextConfig> for ContextSpec {
             config,
             start_psn: Psn::ZERO,
             placement: None,
+            transport: epic_proto::roce::Transport::Gbn,
         }
     }
 }

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::arena::ArenaError;
+use epic_proto::engine::Mode;
 use epic_proto::wire::GroupId;
 
 use crate::policy::Policy;
@@ -29,6 +30,17 @@ pub enum Fallback {
         switch: SwitchId,
         /// What it lacks.
         what: String,
+    },
+    /// The request requires the SR transport profile and a switch of every
+    /// candidate does not run it in the group's mode (or this project's
+    /// SPEC defines no SR for that mode: `switch` is then `None`). The
+    /// hosts run their fallback over SR. [MGR-044]
+    #[error("{}", transport_refusal(*.switch, *.mode))]
+    Transport {
+        /// The switch, or `None` when the mode has no SR at all.
+        switch: Option<SwitchId>,
+        /// The group's mode.
+        mode: Mode,
     },
     /// Every candidate has a switch without the SRAM the group needs.
     #[error("{switch}: {error}")]
@@ -75,6 +87,16 @@ pub enum Fallback {
         /// Its reason.
         why: String,
     },
+}
+
+fn transport_refusal(switch: Option<SwitchId>, mode: Mode) -> String {
+    match switch {
+        Some(s) => format!("{s} cannot run the SR transport in Mode {}", mode.number()),
+        None => format!(
+            "no switch runs the SR transport in Mode {}: this SPEC defines SR at a switch for Mode II only",
+            mode.number()
+        ),
+    }
 }
 
 /// A request the manager refuses outright (the caller's mistake or the

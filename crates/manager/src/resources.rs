@@ -8,7 +8,7 @@
 use crate::inconsistency::{GroupFault, Inconsistency, SwitchFault};
 use std::collections::{BTreeMap, BTreeSet};
 
-use epic_control::request::{lanes, GroupRequest};
+use epic_control::request::{lanes, GroupRequest, TransportProfile, TransportRequest};
 use epic_control::Region;
 use epic_proto::engine::Mode;
 use epic_proto::wire::{GroupId, Qpn};
@@ -60,6 +60,10 @@ pub struct Grant {
     pub policy: Policy,
     /// The mode its switches run.
     pub mode: Mode,
+    /// The transport profile its ranks run; absent from an older record,
+    /// go-back-N. [MGR-045]
+    #[serde(default)]
+    pub transport: TransportProfile,
     /// The tree.
     pub tree: PlacedTree,
     /// Per tree node (same order), its part.
@@ -88,6 +92,8 @@ pub struct Weighed {
     pub tree: PlacedTree,
     /// Its mode.
     pub mode: Mode,
+    /// Its transport profile. [MGR-045]
+    pub transport: TransportProfile,
     /// Per node, the arena bytes its contexts take.
     pub need: Vec<u64>,
     /// Switch levels (lower is faster).
@@ -180,6 +186,7 @@ impl Resources {
         req: &GroupRequest,
     ) -> Result<Weighed, Fallback> {
         let mode = pick_mode(topo, &tree, req)?;
+        let transport = pick_transport(topo, &tree, req, mode)?;
         let zero = zero_plan(&tree, req);
         let parts = contexts(topo, &tree, req, GroupId(0), mode, &zero).ok_or(Fallback::NoTree)?;
         let mut need = Vec::with_capacity(parts.len());
@@ -222,6 +229,7 @@ impl Resources {
             height: tree.height(),
             tree,
             mode,
+            transport,
             need,
             bw_width,
             sram_width,
@@ -303,6 +311,7 @@ impl Resources {
             request: req.clone(),
             policy,
             mode: w.mode,
+            transport: w.transport,
             tree: w.tree,
             parts: parts
                 .into_iter()
@@ -596,12 +605,58 @@ fn validate(req: &GroupRequest) -> Result<(), ManagerError> {
     Ok(())
 }
 
-/// The mode asked for, or the highest every switch of the tree runs.
+/// The modes this project's SPEC defines the SR profile for at a switch
+/// (§17.7: Mode II reflects SACKs end to end). A switch that reports SR in
+/// another mode is not granted it there until the SPEC defines it.
+/// [MGR-045]
+pub const SR_MODES: [Mode; 1] = [Mode::Translated];
+
+/// Whether every switch of `tree` runs SR in `mode` and the SPEC defines
+/// SR for `mode`: `None`, or the first switch that does not. [MGR-045]
+fn sr_gap(topo: &Topology, tree: &PlacedTree, mode: Mode) -> Option<Option<SwitchId>> {
+    if !SR_MODES.contains(&mode) {
+        return Some(None);
+    }
+    tree.switches()
+        .find(|s| !topo.switch(*s).is_some_and(|w| w.caps.has_sr(mode)))
+        .map(Some)
+}
+
+/// The profile of a group in `mode` on `tree`: SR when asked for and
+/// every switch runs it in `mode`; else go-back-N, or for a request that
+/// requires SR the refusal naming why. [MGR-044] [MGR-045]
+fn pick_transport(
+    topo: &Topology,
+    tree: &PlacedTree,
+    req: &GroupRequest,
+    mode: Mode,
+) -> Result<TransportProfile, Fallback> {
+    let gap = sr_gap(topo, tree, mode);
+    match (req.transport, gap) {
+        (TransportRequest::Gbn, _) => Ok(TransportProfile::Gbn),
+        (_, None) => Ok(TransportProfile::Sr),
+        (TransportRequest::PreferSr, Some(_)) => Ok(TransportProfile::Gbn),
+        (TransportRequest::RequireSr, Some(switch)) => Err(Fallback::Transport { switch, mode }),
+    }
+}
+
+/// The mode asked for, or the highest every switch of the tree runs (for
+/// a request that requires SR, the highest every switch runs SR in).
+/// [MGR-044]
 fn pick_mode(topo: &Topology, tree: &PlacedTree, req: &GroupRequest) -> Result<Mode, Fallback> {
     let all = |m: Mode| {
         tree.switches()
             .find(|s| !topo.switch(*s).is_some_and(|w| w.caps.has_mode(m)))
     };
+    if req.mode.is_none() && req.transport == TransportRequest::RequireSr {
+        let modes = [Mode::Augmented, Mode::Translated, Mode::Terminated];
+        if let Some(m) = modes
+            .into_iter()
+            .find(|m| all(*m).is_none() && sr_gap(topo, tree, *m).is_none())
+        {
+            return Ok(m);
+        }
+    }
     match req.mode {
         Some(m) => match all(m) {
             None => Ok(m),

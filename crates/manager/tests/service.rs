@@ -283,7 +283,7 @@ async fn a_refused_install_rolls_back_every_switch() {
         .init_group(&request(&topo, "job", &[0, 15]))
         .await
         .unwrap();
-    let Verdict::Fallback(why) = v else {
+    let Verdict::Fallback { why, .. } = v else {
         panic!("{v:?}")
     };
     assert!(why.contains("refused"), "{why}");
@@ -330,7 +330,7 @@ async fn a_hundred_concurrent_clients() {
                         granted += 1;
                         c.destroy_group(&r.name).await.unwrap();
                     }
-                    Verdict::Fallback(_) => {}
+                    Verdict::Fallback { .. } => {}
                 }
             }
             granted
@@ -604,5 +604,65 @@ async fn a_relocation_moves_the_engines_block() {
     }
     assert_eq!(engine, after);
     assert!(a.board.groups().contains(&GroupId(ids[1])));
+    run.stop().await;
+}
+
+/// [MGR-015] [MGR-045] [MGR-044] Over gRPC: switches that register SR in
+/// Mode II get a Mode II group that prefers SR granted with SR in the
+/// answer; a group that requires SR in Mode III is refused with a
+/// fallback whose mesh runs SR; a group that asks for go-back-N gets it.
+/// On a fabric whose agents report no SR (older agents) the same Mode II
+/// request gets go-back-N.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_carries_the_granted_transport() {
+    use epic_control::request::TransportRequest;
+    use epic_proto::engine::Mode;
+    let sr = ClosSpec::fat_tree(4)
+        .build(&Capabilities::full(1 << 20).with_sr([Mode::Translated]))
+        .unwrap();
+    let (topo, run, _agents, mut c) = cluster_on(sr, Policy::Spatial, None).await;
+    let ask = |name: &str, mode, t| {
+        let mut r = request(&topo, name, &[0, 15]);
+        r.mode = Some(mode);
+        r.transport = t;
+        r
+    };
+    let sr_profile = pb::TransportProfile::Sr as i32;
+    let gbn_profile = pb::TransportProfile::Gbn as i32;
+    let v = c
+        .init_group(&ask("sr", Mode::Translated, TransportRequest::PreferSr))
+        .await
+        .unwrap();
+    let Verdict::Granted(g) = v else {
+        panic!("{v:?}")
+    };
+    assert_eq!(g.transport, sr_profile);
+    let v = c
+        .init_group(&ask("gbn", Mode::Translated, TransportRequest::Gbn))
+        .await
+        .unwrap();
+    let Verdict::Granted(g) = v else {
+        panic!("{v:?}")
+    };
+    assert_eq!(g.transport, gbn_profile);
+    let v = c
+        .init_group(&ask("m3", Mode::Augmented, TransportRequest::RequireSr))
+        .await
+        .unwrap();
+    let Verdict::Fallback { why, transport } = v else {
+        panic!("{v:?}")
+    };
+    assert!(why.contains("SR") && why.contains("Mode 3"), "{why}");
+    assert_eq!(transport, epic_control::request::TransportProfile::Sr);
+    run.stop().await;
+
+    let (topo, run, _agents, mut c) = cluster(Policy::Spatial, None).await;
+    let mut r = request(&topo, "old", &[0, 15]);
+    r.mode = Some(Mode::Translated);
+    let v = c.init_group(&r).await.unwrap();
+    let Verdict::Granted(g) = v else {
+        panic!("{v:?}")
+    };
+    assert_eq!(g.transport, gbn_profile);
     run.stop().await;
 }

@@ -163,6 +163,7 @@ pub fn rank_config(tree: &IncTree, r: usize, backend: Backend) -> CommConfig {
             window: W,
             reproducible: false,
             shared: false,
+            transport: epic_proto::roce::Transport::Gbn,
         });
     }
     cfg

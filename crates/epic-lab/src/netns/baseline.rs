@@ -71,6 +71,7 @@ pub(crate) fn run_baseline(
                 collective: m.collective.name().to_string(),
                 dtype: if barrier { "none" } else { "fp32" }.to_string(),
                 op: if reduces { "sum" } else { "none" }.to_string(),
+                transport: "tcp".to_string(),
                 ranks: cfg.ranks(),
                 bytes: m.bytes,
                 iters: m.iters,

@@ -557,7 +557,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
         self.epsn = psn;
         self.sent_psn_nak = false;
         if let Some(sr) = &mut self.sr {
-            sr.forget(psn);
+            sr.resync(psn);
         }
     }
 }

@@ -126,11 +126,24 @@ impl SrReceiver {
     }
 
     /// Forgets every kept request and expects `expected` next (error
-    /// state, resync).
+    /// state).
     pub(super) fn forget(&mut self, expected: Psn) {
         self.window.reset(expected);
         self.kept.fill(None);
         self.ack_due = false;
+    }
+
+    /// [`forget`](Self::forget) for a resync: an acknowledgement that was
+    /// due is still sent, of the new cumulative point `expected` − 1, as
+    /// go-back-N still sends the responses it has queued ([RC-080]). A
+    /// host resyncs as soon as it holds an invocation's last result, often
+    /// before the ACK that result asked for has gone out; dropping it left
+    /// every sender of a Mode II Reduce or Broadcast waiting for its
+    /// timeout on each call. [SR-014]
+    pub(super) fn resync(&mut self, expected: Psn) {
+        let due = self.ack_due;
+        self.forget(expected);
+        self.ack_due = due;
     }
 
     /// The acknowledgement to send, if one is due. [SR-014]

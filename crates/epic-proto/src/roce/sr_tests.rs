@@ -534,3 +534,26 @@ proptest! {
         prop_assert_eq!(a.counters().go_back_n, 0);
     }
 }
+
+/// [SR-014] [RC-080]: a responder that resyncs after receiving a request
+/// whose acknowledgement is still due (a host that resyncs as soon as it
+/// holds an invocation's last result) still sends it, of the new
+/// cumulative point, as go-back-N sends the responses it has queued. The
+/// sender is acknowledged at once instead of after its timeout.
+#[test]
+fn a_resync_keeps_the_acknowledgement_that_was_due() {
+    let mut p = sr_pair();
+    let msg = send(&mut p, 1, 200); // one packet, AckReq on the last
+    let sent = p.a_to_b();
+    assert_eq!(psns(&sent), [0]);
+    p.deliver_to_b(&sent);
+    assert_eq!(received(&mut p.b), [msg]);
+    // Both ends move to PSN 10 before B has sent its ACK.
+    p.b.resync(Psn::try_new(10).unwrap(), Psn::try_new(10).unwrap())
+        .unwrap();
+    let acks = p.b_to_a();
+    assert_eq!(acks.len(), 1, "the ACK that was due");
+    assert_eq!(acks[0].opcode, Opcode::RcAcknowledge);
+    assert_eq!(acks[0].psn, 9, "of the new cumulative point");
+    assert_eq!(acks[0].syndrome, Some(Syndrome::ACK));
+}

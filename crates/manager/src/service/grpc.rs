@@ -159,6 +159,7 @@ pub fn granted(m: &Manager, grant: &Grant) -> pb::Granted {
         tree_parents: parents,
         // Every block of the temporal policy is shared. [TMX-001]
         shared: grant.policy == crate::Policy::Temporal,
+        transport: pb::TransportProfile::from(grant.transport).into(),
     }
 }
 
@@ -170,6 +171,9 @@ impl CommLibService for Services {
     ) -> Result<Response<pb::InitGroupReply>, Status> {
         let req = request_from_pb(request.get_ref())
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        // The hosts' fallback mesh crosses no context: it runs SR whenever
+        // the request asked for SR. [MGR-045]
+        let fallback_transport = pb::TransportProfile::from(req.transport.fallback_profile());
         let verdict = match self.0.init_group(&req).await.map_err(status)? {
             InitReply::Granted(g) => pb::init_group_reply::Verdict::Granted(granted(&self.0, &g)),
             InitReply::Fallback(f) => pb::init_group_reply::Verdict::Fallback(f.to_string()),
@@ -179,6 +183,7 @@ impl CommLibService for Services {
         };
         Ok(Response::new(pb::InitGroupReply {
             verdict: Some(verdict),
+            fallback_transport: fallback_transport.into(),
         }))
     }
 

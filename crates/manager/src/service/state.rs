@@ -561,6 +561,9 @@ fn install_command(grant: &Grant, s: SwitchId) -> Option<pb::agent_command::Comm
         contexts: p.part.contexts.iter().map(context_to_pb).collect(),
         region: Some(p.region.into()),
         shared: grant.policy == Policy::Temporal,
+        // The switches learn the group's profile with its contexts.
+        // [MGR-046]
+        transport: pb::TransportProfile::from(grant.transport).into(),
     }))
 }
 
@@ -588,4 +591,51 @@ fn send(
         },
     );
     Some(rx)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+    use super::*;
+    use crate::topology::ClosSpec;
+    use epic_control::caps::Capabilities;
+    use epic_control::request::{Member, TransportRequest};
+    use epic_proto::engine::Mode;
+    use epic_proto::wire::Qpn;
+
+    /// [MGR-046] Every switch's install carries the group's granted
+    /// profile: SR for a Mode II group on switches that run it, go-back-N
+    /// for a group that asked for go-back-N.
+    #[test]
+    fn installs_carry_the_granted_transport() {
+        let topo = ClosSpec::fat_tree(4)
+            .build(&Capabilities::full(1 << 20).with_sr([Mode::Translated]))
+            .unwrap();
+        let mut reg = Registry::new(topo.clone(), Policy::Spatial);
+        for (name, t, want) in [
+            ("a", TransportRequest::PreferSr, pb::TransportProfile::Sr),
+            ("b", TransportRequest::Gbn, pb::TransportProfile::Gbn),
+        ] {
+            let members = [0usize, 15]
+                .iter()
+                .map(|h| Member {
+                    ip: topo.hosts()[*h].ip,
+                    qpn: Qpn::try_new(0x100 + *h as u32).unwrap(),
+                })
+                .collect();
+            let mut req = GroupRequest::new(name, members);
+            req.mode = Some(Mode::Translated);
+            req.transport = t;
+            let InitOutcome::Install(grant, _) = reg.init(&req).unwrap() else {
+                panic!("not granted")
+            };
+            for s in grant.tree.switches() {
+                let Some(pb::agent_command::Command::Install(i)) = install_command(&grant, s)
+                else {
+                    panic!("no install for {s}")
+                };
+                assert_eq!(i.transport, want as i32, "{name} on {s}");
+            }
+        }
+    }
 }

@@ -1,0 +1,173 @@
+//! The transport profile per group: the manager grants SR only where
+//! every switch of the tree reports it in the group's mode and the SPEC
+//! defines SR for that mode (Mode II); a request that prefers SR gets
+//! go-back-N elsewhere, one that requires it a typed refusal.
+//! [MGR-044] [MGR-045] [SR-040] [SR-041]
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use epic_control::caps::{Bits, Capabilities};
+use epic_control::request::{GroupRequest, Member, TransportProfile, TransportRequest};
+use epic_proto::engine::Mode;
+use epic_proto::wire::Qpn;
+use manager::registry::{InitOutcome, Registry};
+use manager::resources::Grant;
+use manager::topology::{ClosSpec, Topology};
+use manager::{Fallback, Policy, SwitchId};
+
+/// A k = 4 fat-tree whose switches run SR in `sr` (Modes II and III: a
+/// switch may claim more than the SPEC defines).
+fn fabric(sr: &[Mode]) -> Topology {
+    ClosSpec::fat_tree(4)
+        .build(&Capabilities::full(1 << 20).with_sr(sr.iter().copied()))
+        .unwrap()
+}
+
+/// `topo` with switch `s` reporting no SR (an agent that predates it).
+fn without_sr(topo: &Topology, s: SwitchId) -> Topology {
+    let mut switches = topo.switches().to_vec();
+    switches[s.0 as usize].caps.sr_modes = Bits::default();
+    Topology::new(switches, topo.hosts().to_vec(), topo.links().to_vec()).unwrap()
+}
+
+/// Hosts 0 and 15: leaf-0-0 and leaf-3-1, through a core (5 switches).
+fn request(topo: &Topology, mode: Option<Mode>, t: TransportRequest) -> GroupRequest {
+    let members = [0usize, 15]
+        .iter()
+        .map(|h| Member {
+            ip: topo.hosts()[*h].ip,
+            qpn: Qpn::try_new(0x100 + *h as u32).unwrap(),
+        })
+        .collect();
+    let mut r = GroupRequest::new(format!("{mode:?}-{t:?}"), members);
+    r.mode = mode;
+    r.transport = t;
+    r
+}
+
+fn init(topo: &Topology, req: &GroupRequest) -> Result<Grant, Fallback> {
+    let mut reg = Registry::new(topo.clone(), Policy::Spatial);
+    match reg.init(req).unwrap() {
+        InitOutcome::Install(g, _) => Ok(g),
+        InitOutcome::Fallback(f) => Err(f),
+        InitOutcome::Existing(..) => panic!("a fresh registry"),
+    }
+}
+
+/// [MGR-045] [SR-041] Where every switch runs SR: a Mode II group that
+/// prefers or requires SR gets it; Modes I and III get go-back-N even
+/// from switches that claim SR there (the SPEC defines none yet); a
+/// request for go-back-N gets go-back-N.
+#[test]
+fn sr_is_granted_in_mode_ii_where_every_switch_runs_it() {
+    let topo = fabric(&[Mode::Translated, Mode::Augmented]);
+    for t in [TransportRequest::PreferSr, TransportRequest::RequireSr] {
+        let g = init(&topo, &request(&topo, Some(Mode::Translated), t)).unwrap();
+        assert_eq!(
+            (g.mode, g.transport),
+            (Mode::Translated, TransportProfile::Sr)
+        );
+    }
+    for mode in [Mode::Terminated, Mode::Augmented] {
+        let g = init(
+            &topo,
+            &request(&topo, Some(mode), TransportRequest::PreferSr),
+        )
+        .unwrap();
+        assert_eq!((g.mode, g.transport), (mode, TransportProfile::Gbn));
+    }
+    let g = init(
+        &topo,
+        &request(&topo, Some(Mode::Translated), TransportRequest::Gbn),
+    )
+    .unwrap();
+    assert_eq!(g.transport, TransportProfile::Gbn);
+    // With no mode asked for, preferring SR does not change the mode: the
+    // manager picks Mode III, over go-back-N.
+    let g = init(&topo, &request(&topo, None, TransportRequest::PreferSr)).unwrap();
+    assert_eq!(
+        (g.mode, g.transport),
+        (Mode::Augmented, TransportProfile::Gbn)
+    );
+}
+
+/// [MGR-044] Requiring SR with no mode asked for picks the highest mode
+/// every switch runs SR in; requiring it in a mode without SR is refused
+/// with the mode named.
+#[test]
+fn requiring_sr_picks_its_mode_or_is_refused() {
+    let topo = fabric(&[Mode::Translated]);
+    let g = init(&topo, &request(&topo, None, TransportRequest::RequireSr)).unwrap();
+    assert_eq!(
+        (g.mode, g.transport),
+        (Mode::Translated, TransportProfile::Sr)
+    );
+    let f = init(
+        &topo,
+        &request(&topo, Some(Mode::Augmented), TransportRequest::RequireSr),
+    )
+    .unwrap_err();
+    assert_eq!(
+        f,
+        Fallback::Transport {
+            switch: None,
+            mode: Mode::Augmented
+        }
+    );
+    assert!(f.to_string().contains("SR"), "{f}");
+}
+
+/// [MGR-045] [MGR-044] One switch of the tree without SR (an older agent):
+/// a Mode II group that prefers SR gets go-back-N, one that requires it
+/// is refused naming that switch, and with no mode asked for a required
+/// SR finds no mode and is refused too.
+#[test]
+fn one_gbn_only_switch_keeps_the_group_on_gbn() {
+    let sr = fabric(&[Mode::Translated]);
+    let leaf = sr.hosts()[0].switch;
+    let topo = without_sr(&sr, leaf);
+    let g = init(
+        &topo,
+        &request(&topo, Some(Mode::Translated), TransportRequest::PreferSr),
+    )
+    .unwrap();
+    assert_eq!(
+        (g.mode, g.transport),
+        (Mode::Translated, TransportProfile::Gbn)
+    );
+    let f = init(
+        &topo,
+        &request(&topo, Some(Mode::Translated), TransportRequest::RequireSr),
+    )
+    .unwrap_err();
+    assert_eq!(
+        f,
+        Fallback::Transport {
+            switch: Some(leaf),
+            mode: Mode::Translated
+        }
+    );
+    assert!(matches!(
+        init(&topo, &request(&topo, None, TransportRequest::RequireSr)),
+        Err(Fallback::Transport { .. })
+    ));
+}
+
+/// [MGR-045] A grant recorded before the field existed (a store written
+/// by an older manager) restores as go-back-N.
+#[test]
+fn an_older_record_restores_as_gbn() {
+    let topo = fabric(&[Mode::Translated]);
+    let g = init(
+        &topo,
+        &request(&topo, Some(Mode::Translated), TransportRequest::PreferSr),
+    )
+    .unwrap();
+    assert_eq!(g.transport, TransportProfile::Sr);
+    let mut json = serde_json::to_value(&g).unwrap();
+    json.as_object_mut().unwrap().remove("transport");
+    json["request"].as_object_mut().unwrap().remove("transport");
+    let old: Grant = serde_json::from_value(json).unwrap();
+    assert_eq!(old.transport, TransportProfile::Gbn);
+    assert_eq!(old.request.transport, TransportRequest::Gbn);
+}
