@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use std::vec::Vec;
 
-use epic_proto::cc::{EcnConfig, EcnMarker, FrameMark};
+use epic_proto::cc::{DcqcnConfig, EcnConfig, EcnMarker, FrameMark};
 use epic_proto::roce::{
     CcConfig, Completion, Mtu, PathConfig, QpConfig, RcQp, RemoteAddr, Rkey, SendOp, Transport,
     WcStatus, WrId,
@@ -81,6 +81,9 @@ pub struct IncastConfig {
     pub ecn: EcnConfig,
     /// The receiver's CNP interval, with `cc` on ([CC-040]).
     pub cnp_interval: Duration,
+    /// The senders' DCQCN constants, with `cc` on ([CC-025]); the line
+    /// rate is taken from `link_bps`.
+    pub dcqcn: DcqcnConfig,
     /// The QPs' transport profile (go-back-N or selective
     /// retransmission, [SR-010]).
     pub transport: Transport,
@@ -108,6 +111,7 @@ impl IncastConfig {
         cc: false,
         ecn: SHALLOW_ECN,
         cnp_interval: Duration::from_micros(4),
+        dcqcn: DcqcnConfig::DEFAULT,
         transport: Transport::Gbn,
         window_psns: 128,
         qp_timeout: 8,
@@ -427,9 +431,12 @@ fn qp_config(
     q.timeout = cfg.qp_timeout;
     q.transport = cfg.transport;
     q.max_unacked_psns = cfg.window_psns;
-    q.cc = cfg.cc.then(|| CcConfig {
+    q.cc = cfg.cc.then_some(CcConfig {
         cnp_interval: cfg.cnp_interval,
-        ..CcConfig::with_line_rate(cfg.link_bps)
+        dcqcn: DcqcnConfig {
+            line_rate_bps: cfg.link_bps,
+            ..cfg.dcqcn
+        },
     });
     Ok(q)
 }

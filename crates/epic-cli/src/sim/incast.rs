@@ -7,6 +7,7 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
+use epic_proto::cc::DcqcnConfig;
 use epic_proto::time::Duration;
 use netsim::incast::{run as run_incast, IncastConfig, IncastReport};
 use serde::Serialize;
@@ -46,6 +47,10 @@ pub(crate) struct IncastArgs {
     /// The receiver's CNP interval, µs (DCQCN's paper: 50).
     #[arg(long, default_value_t = 4.0, value_parser = parse_latency_us)]
     cnp_interval_us: f64,
+    /// DCQCN's byte counter B: one rate-increase event per this many bytes
+    /// sent (K/M suffixes; DCQCN's paper: 10M).
+    #[arg(long, default_value = "10M", value_parser = parse_size)]
+    byte_counter: u64,
     /// Simulator seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -87,6 +92,10 @@ fn config(args: &IncastArgs) -> IncastConfig {
         latency: Duration::from_nanos((args.latency_us * 1e3) as u64),
         cnp_interval: Duration::from_nanos((args.cnp_interval_us * 1e3) as u64),
         transport: args.transport.transport(),
+        dcqcn: DcqcnConfig {
+            byte_counter_bytes: args.byte_counter,
+            ..DcqcnConfig::DEFAULT
+        },
         window_psns: args.window,
         qp_timeout: args.timeout,
         seed: args.seed,
