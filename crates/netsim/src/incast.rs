@@ -141,6 +141,8 @@ pub struct IncastReport {
     pub bottleneck_drops: u64,
     /// Of those, marked CE.
     pub bottleneck_marked: u64,
+    /// When the bottleneck queue last dropped a frame, ns (0: never).
+    pub last_drop_ns: u64,
     /// The deepest the bottleneck queue has been, frames.
     pub bottleneck_peak_frames: u64,
     /// Request packets the senders sent, retransmissions included.
@@ -242,6 +244,7 @@ struct Egress {
     drops: u64,
     marked: u64,
     peak: u64,
+    last_drop: Option<Instant>,
 }
 
 /// The output-queued switch of the model.
@@ -300,7 +303,7 @@ impl Node for IncastNode {
                 }
             }
             IncastNode::Receiver(r) => r.handle_frame(now, frame),
-            IncastNode::Switch(sw) => sw.handle_frame(port, frame),
+            IncastNode::Switch(sw) => sw.handle_frame(now, port, frame),
         }
     }
 
@@ -367,7 +370,7 @@ impl Receiver {
 }
 
 impl Switch {
-    fn handle_frame(&mut self, _in_port: PortId, frame: &[u8]) {
+    fn handle_frame(&mut self, now: Instant, _in_port: PortId, frame: &[u8]) {
         let Ok(eth) = EthernetFrame::new_checked(frame) else {
             return;
         };
@@ -389,6 +392,7 @@ impl Switch {
         }
         if q.frames.len() >= self.cap {
             q.drops += 1;
+            q.last_drop = Some(now);
             return;
         }
         q.bytes += frame.len() as u64;
@@ -596,6 +600,7 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, IncastError> {
             rep.bottleneck_drops = q.drops;
             rep.bottleneck_marked = q.marked;
             rep.bottleneck_peak_frames = q.peak;
+            rep.last_drop_ns = q.last_drop.map_or(0, |t| t.as_nanos());
         }
     }
     for s in &senders {

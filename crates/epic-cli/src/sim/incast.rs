@@ -117,7 +117,7 @@ pub(crate) fn run(args: &IncastArgs) -> ExitCode {
     if args.format == Format::Table {
         let _ = writeln!(
             out,
-            "{:<4} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>6} {:>7} {:>10}",
+            "{:<4} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>12} {:>6} {:>7} {:>10}",
             "cc",
             "frames",
             "drops",
@@ -125,6 +125,7 @@ pub(crate) fn run(args: &IncastArgs) -> ExitCode {
             "marked",
             "goodput%",
             "time ms",
+            "last drop ms",
             "t/outs",
             "cnps",
             "rate cuts"
@@ -143,7 +144,7 @@ pub(crate) fn run(args: &IncastArgs) -> ExitCode {
         let written = match args.format {
             Format::Table => writeln!(
                 out,
-                "{:<4} {:>9} {:>9} {:>8.2} {:>8} {:>9.1} {:>9.3} {:>6} {:>7} {:>10}{}",
+                "{:<4} {:>9} {:>9} {:>8.2} {:>8} {:>9.1} {:>9.3} {:>12.3} {:>6} {:>7} {:>10}{}",
                 if cc { "on" } else { "off" },
                 r.bottleneck_frames,
                 r.bottleneck_drops,
@@ -151,6 +152,7 @@ pub(crate) fn run(args: &IncastArgs) -> ExitCode {
                 r.bottleneck_marked,
                 r.goodput_pct(),
                 r.finish_ns as f64 / 1e6,
+                r.last_drop_ns as f64 / 1e6,
                 r.timeouts,
                 r.cnps_sent,
                 r.rate_cuts,
