@@ -51,6 +51,10 @@ pub enum QpState {
 ///   link is busy: it sends one frame per call and is paced by the caller),
 ///   then read [`poll_timeout`](Self::poll_timeout) and drain
 ///   [`poll_completion`](Self::poll_completion).
+/// - With DCQCN on (`QpConfig::cc`), `poll_transmit` also returns `None`
+///   while pacing forbids the next request; `poll_timeout` then includes
+///   the instant it may start, so a driver that arms its timer there wakes
+///   in time. [CC-112]
 ///
 /// Queues are allocated once, in [`new`](Self::new); nothing on the packet
 /// path allocates. Every frame that is not acted on is counted under a
