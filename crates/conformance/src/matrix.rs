@@ -87,7 +87,7 @@ pub fn not_covered_reason(id: &str) -> Option<&'static str> {
         "MGR" => "the control plane (manager and agents), not a switch's data plane: covered by the manager crate's and epic-cli's tests",
         "SR" => "host side or not isolated: the SR bookkeeping (SR-001…009) and an RC QP's SR profile (SR-010…029) are the ranks', and Mode III hops (SR-030) meet no SACK because the ranks run go-back-N toward Mode III; covered by epic-proto's sack, roce SR and engine sack tests and the sack fuzz target",
         "TMX" => "shared blocks need placed contexts, which the case format does not install yet: covered by epic-proto's arena and lock tests, and end to end by the commlib and netsim tests",
-        "CC" => "sans-IO timer and congestion-control blocks that no switch runs yet (the QP, engine and simulators are wired to them in a later revision): covered by epic-proto's cc tests",
+        "CC" => "sans-IO timer and congestion-control blocks and the RC QP's DCQCN (CC-110…113), which run at hosts and queues, not in a switch's engine: covered by epic-proto's cc and roce cc tests, netsim's ecn and incast tests and epic sim incast",
         _ => return by_id(id),
     };
     Some(reason)

@@ -3,9 +3,11 @@
 //! outputs checked against a host-side reference. The runner is
 //! [`netsim::experiment`]; this module parses the arguments into its
 //! configuration and prints the rows. `epic sim flow` is the flow-level
-//! policy comparison instead ([`flow`]).
+//! policy comparison instead ([`flow`]), `epic sim incast` the incast with
+//! and without congestion control ([`incast`]).
 
 mod flow;
+mod incast;
 mod report;
 
 use std::io::{self, BufWriter, Write};
@@ -27,6 +29,10 @@ enum SimCommand {
     /// spatial, temporal multiplexing): JCT of a 3D-parallel GPT-3 175B
     /// job on the paper's 128-GPU fat-tree per switch SRAM size (Table 36).
     Flow(flow::FlowArgs),
+    /// Incast: N senders writing over RC into one receiver through one
+    /// switch port with a shallow queue, with and without congestion
+    /// control (ECN marking + DCQCN); queue drops and receiver goodput.
+    Incast(incast::IncastArgs),
 }
 
 /// Arguments of `epic sim`.
@@ -195,8 +201,10 @@ impl SimError {
 /// outputs, 1 when a run failed or returned a wrong result, 2 on bad
 /// arguments.
 pub(crate) fn run(args: &SimArgs) -> ExitCode {
-    if let Some(SimCommand::Flow(flow)) = &args.command {
-        return flow::run(flow);
+    match &args.command {
+        Some(SimCommand::Flow(flow)) => return flow::run(flow),
+        Some(SimCommand::Incast(incast)) => return incast::run(incast),
+        None => {}
     }
     match simulate(args) {
         Ok(()) => ExitCode::SUCCESS,

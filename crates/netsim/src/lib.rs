@@ -104,6 +104,7 @@ pub mod experiment;
 mod fault;
 mod ids;
 pub mod inc;
+pub mod incast;
 mod link;
 mod node;
 mod run;

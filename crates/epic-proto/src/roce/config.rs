@@ -4,7 +4,7 @@
 use core::fmt;
 use core::net::Ipv4Addr;
 
-use crate::cc::{self, RttConfig};
+use crate::cc::{self, CnpPacer, DcqcnConfig, RttConfig};
 use crate::psn::Psn;
 use crate::time::Duration;
 use crate::wire::{BthRepr, Dscp, Ecn, EthernetAddress, Qpn, VlanTag, RNR_TIMER_NS, SACK_MAX_PSNS};
@@ -237,6 +237,48 @@ pub struct QpConfig {
     /// Absent from a serialized configuration, it is go-back-N.
     #[cfg_attr(feature = "serde", serde(default))]
     pub transport: Transport,
+    /// DCQCN congestion control (SPEC §17.9): `None` (the default) sends
+    /// every frame exactly as without it; `Some` sends requests ECT(0),
+    /// answers CE-marked requests with CNPs and paces the requester at the
+    /// rate its CNPs leave it. [CC-110] Absent from a serialized
+    /// configuration, it is off.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub cc: Option<CcConfig>,
+}
+
+/// DCQCN on an RC QP: the reaction point's constants for the requester and
+/// the CNP interval of the responder's notification point. [CC-110]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct CcConfig {
+    /// The requester's reaction point ([CC-025]; set `line_rate_bps` from
+    /// the port).
+    pub dcqcn: DcqcnConfig,
+    /// The responder sends at most one CNP per this interval ([CC-040];
+    /// default 50 µs, DCQCN's N; zero answers every CE-marked request).
+    pub cnp_interval: Duration,
+}
+
+impl CcConfig {
+    /// [`DcqcnConfig::DEFAULT`] and [`CnpPacer::DEFAULT_INTERVAL`].
+    pub const DEFAULT: CcConfig = CcConfig {
+        dcqcn: DcqcnConfig::DEFAULT,
+        cnp_interval: CnpPacer::DEFAULT_INTERVAL,
+    };
+
+    /// The defaults at another line rate.
+    pub const fn with_line_rate(line_rate_bps: u64) -> CcConfig {
+        CcConfig {
+            dcqcn: DcqcnConfig::with_line_rate(line_rate_bps),
+            cnp_interval: CnpPacer::DEFAULT_INTERVAL,
+        }
+    }
+}
+
+impl Default for CcConfig {
+    fn default() -> Self {
+        CcConfig::DEFAULT
+    }
 }
 
 impl QpConfig {
@@ -264,6 +306,7 @@ impl QpConfig {
             ack_req_every: 64,
             max_msg_bytes: 1 << 31,
             transport: Transport::Gbn,
+            cc: None,
         }
     }
 
@@ -308,6 +351,9 @@ impl QpConfig {
                 });
             }
             sr.rtt.validate().map_err(ConfigError::Rtt)?;
+        }
+        if let Some(cc) = &self.cc {
+            cc.dcqcn.validate().map_err(ConfigError::Dcqcn)?;
         }
         Ok(())
     }
@@ -369,6 +415,8 @@ pub enum ConfigError {
     },
     /// The SR profile's round-trip estimator constants are inconsistent.
     Rtt(cc::ConfigError),
+    /// The DCQCN constants of `cc` are inconsistent. [CC-025] [CC-110]
+    Dcqcn(cc::ConfigError),
 }
 
 impl fmt::Display for ConfigError {
@@ -382,6 +430,7 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::Zero { field } => write!(f, "QP attribute {field} must not be zero"),
             ConfigError::Rtt(e) => write!(f, "QP attribute transport: {e}"),
+            ConfigError::Dcqcn(e) => write!(f, "QP attribute cc: {e}"),
         }
     }
 }

@@ -134,6 +134,15 @@ pub struct Counters {
     /// SR: round-trip samples skipped by Karn's rule (the newest packet
     /// acknowledged had been resent). [SR-016]
     pub rtt_ambiguous: u64,
+    /// DCQCN: requests that arrived marked CE (ECN = 11). [CC-113]
+    pub rx_ce_marked: u64,
+    /// DCQCN: CNPs sent to the peer's requester. [CC-113]
+    pub tx_cnps: u64,
+    /// DCQCN: CNPs received and fed to the reaction point. [CC-113]
+    pub rx_cnps: u64,
+    /// DCQCN: CNPs that lowered the requester's rate (a CNP at the
+    /// minimum rate cuts nothing). [CC-113]
+    pub rate_cuts: u64,
     drops: DropCounts,
 }
 

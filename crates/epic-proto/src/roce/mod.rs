@@ -39,7 +39,7 @@ mod timer;
 mod work;
 
 pub use config::{
-    rnr_delay, rxe_udp_sport, ConfigError, Mtu, PathConfig, QpConfig, SrConfig, Transport,
+    rnr_delay, rxe_udp_sport, CcConfig, ConfigError, Mtu, PathConfig, QpConfig, SrConfig, Transport,
 };
 pub use counters::{Counters, DropReason};
 pub use error::{ApiError, PostError, ResyncError};
@@ -54,6 +54,8 @@ enum Queue {
     Recv,
 }
 
+#[cfg(test)]
+mod cc_tests;
 #[cfg(test)]
 mod sr_tests;
 #[cfg(test)]

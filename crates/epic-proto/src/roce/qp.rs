@@ -11,14 +11,14 @@ use super::sr_responder::AckState;
 use super::timer::{Timer, Timers};
 use super::work::{Completion, Rkey, SendOp, WcOpcode, WcStatus, WrId};
 use super::Queue;
-use crate::cc::RttEstimator;
+use crate::cc::{CnpPacer, CnpVerdict, ReactionPoint, RttEstimator};
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{
-    AethRepr, BthRepr, Ecn, Error, ErrorKind, EtherType, EthernetRepr, ExtHeaders, IpProtocol,
-    Ipv4Repr, Opcode, RoceFrame, RoceFrameRepr, Syndrome, Transport as WireTransport, UdpRepr,
-    AETH_LEN, BTH_LEN, ETHERNET_VLAN_HEADER_LEN, ICRC_LEN, IMMDT_LEN, IPV4_HEADER_LEN, RETH_LEN,
-    ROCEV2_PORT, SACK_HEADER_LEN, SACK_MAX_WORDS, UDP_HEADER_LEN,
+    AethRepr, BthRepr, CnpRepr, Ecn, Error, ErrorKind, EtherType, EthernetRepr, ExtHeaders,
+    IpProtocol, Ipv4Repr, Opcode, RoceFrame, RoceFrameRepr, Syndrome, Transport as WireTransport,
+    UdpRepr, AETH_LEN, BTH_LEN, ETHERNET_VLAN_HEADER_LEN, ICRC_LEN, IMMDT_LEN, IPV4_HEADER_LEN,
+    RETH_LEN, ROCEV2_PORT, SACK_HEADER_LEN, SACK_MAX_WORDS, UDP_HEADER_LEN,
 };
 
 /// Whether the QP can still move data.
@@ -51,6 +51,10 @@ pub enum QpState {
 ///   link is busy: it sends one frame per call and is paced by the caller),
 ///   then read [`poll_timeout`](Self::poll_timeout) and drain
 ///   [`poll_completion`](Self::poll_completion).
+/// - With DCQCN on (`QpConfig::cc`), `poll_transmit` also returns `None`
+///   while pacing forbids the next request; `poll_timeout` then includes
+///   the instant it may start, so a driver that arms its timer there wakes
+///   in time. [CC-112]
 ///
 /// Queues are allocated once, in [`new`](Self::new); nothing on the packet
 /// path allocates. Every frame that is not acted on is counted under a
@@ -66,12 +70,37 @@ pub struct RcQp<B, R> {
     timers: Timers,
     counters: Counters,
     ip_ident: u16,
+    /// DCQCN, when `cfg.cc` is set. [CC-110]
+    cc: Option<QpCc>,
+}
+
+/// The DCQCN state of a QP with `cc` set: the requester's reaction point
+/// and the responder's notification point. [CC-110]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct QpCc {
+    rp: ReactionPoint,
+    np: CnpPacer,
+    /// A CNP the pacer allowed and `poll_transmit` has not sent yet; the
+    /// pacer allows at most one per interval, so one flag holds them all.
+    cnp_due: bool,
+    /// When pacing next lets a request start, while `poll_transmit` held
+    /// one back: the driver's wake-up. [CC-112]
+    pace_until: Option<Instant>,
 }
 
 impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
     /// Creates a QP in the ready-to-send state with every queue allocated.
     pub fn new(cfg: QpConfig) -> Result<RcQp<B, R>, ConfigError> {
         cfg.validate()?;
+        let cc = match cfg.cc {
+            Some(c) => Some(QpCc {
+                rp: ReactionPoint::try_new(c.dcqcn).map_err(ConfigError::Dcqcn)?,
+                np: CnpPacer::new(c.cnp_interval),
+                cnp_due: false,
+                pace_until: None,
+            }),
+            None => None,
+        };
         Ok(RcQp {
             cfg,
             state: QpState::ReadyToSend,
@@ -81,6 +110,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             timers: Timers::default(),
             counters: Counters::default(),
             ip_ident: 0,
+            cc,
         })
     }
 
@@ -103,6 +133,18 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
     /// timeouts), or `None` under go-back-N. [SR-016]
     pub fn rtt(&self) -> Option<&RttEstimator> {
         self.req.sr.as_ref().map(|sr| sr.rtt())
+    }
+
+    /// The requester's DCQCN reaction point (its rate, α and counters), or
+    /// `None` when `cc` is off. [CC-110]
+    pub fn reaction_point(&self) -> Option<&ReactionPoint> {
+        self.cc.as_ref().map(|c| &c.rp)
+    }
+
+    /// The responder's CNP pacer (its counters), or `None` when `cc` is
+    /// off. [CC-111]
+    pub fn cnp_pacer(&self) -> Option<&CnpPacer> {
+        self.cc.as_ref().map(|c| &c.np)
     }
 
     /// The PSN the requester sends next.
@@ -289,6 +331,9 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             Some(DropReason::WrongSource)
         } else if f.bth.dest_qp != self.cfg.local_qpn {
             Some(DropReason::WrongQp)
+        } else if f.bth.opcode == Opcode::Cnp && self.cc.is_some() {
+            self.handle_cnp(now);
+            return;
         } else if (f.bth.pkey ^ self.cfg.pkey) & 0x7fff != 0 {
             Some(DropReason::BadPkey)
         } else if f.bth.opcode.transport() != WireTransport::Rc {
@@ -354,6 +399,9 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
                 self.counters.drop(DropReason::UnexpectedResponse);
             }
             _ => {
+                if f.ipv4.ecn == Ecn::Ce {
+                    self.on_ce_marked(now);
+                }
                 let verdict = self.resp.handle_request(
                     &self.cfg,
                     &f.bth,
@@ -385,6 +433,11 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
                 available: buf.len(),
             });
         }
+        if let Some(cc) = self.cc.as_mut().filter(|c| c.cnp_due) {
+            cc.cnp_due = false;
+            self.counters.tx_cnps += 1;
+            return Ok(self.emit_cnp(buf));
+        }
         if let Some(r) = self.resp.responses.pop_front() {
             if r.syndrome.is_ack() {
                 self.counters.tx_acks += 1;
@@ -399,6 +452,16 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         if self.state == QpState::Error {
             return Ok(None);
         }
+        // No request starts before pacing allows it; the wait is a
+        // deadline of `poll_timeout`. [CC-112]
+        if let Some(cc) = self.cc.as_mut() {
+            let at = cc.rp.earliest(now);
+            if at > now {
+                cc.pace_until = Some(at);
+                return Ok(None);
+            }
+            cc.pace_until = None;
+        }
         let Some(pkt) = self.req.next_packet(&self.cfg) else {
             return Ok(None);
         };
@@ -407,17 +470,36 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             self.counters.tx_retransmits += 1;
         }
         self.req.on_sent(&self.cfg, now, &pkt, &mut self.timers);
-        Ok(self.emit_request(&pkt, buf))
+        let len = self.emit_request(&pkt, buf);
+        if let (Some(cc), Some(n)) = (self.cc.as_mut(), len) {
+            cc.rp.on_sent(now, n as u64);
+        }
+        Ok(len)
     }
 
-    /// The earliest timer deadline, if any timer is armed.
+    /// The earliest timer deadline, if any timer is armed. With `cc` set
+    /// it includes the reaction point's timers and, while pacing holds a
+    /// request back, the instant it may start. [CC-112]
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.next()
+        let own = self.timers.next();
+        let Some(cc) = self.cc.as_ref().filter(|_| self.state != QpState::Error) else {
+            return own;
+        };
+        [own, cc.rp.poll_timeout(), cc.pace_until]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
-    /// Runs the timers due at `now`. [RC-040] [RC-046]
+    /// Runs the timers due at `now`. [RC-040] [RC-046] [CC-112]
     pub fn handle_timeout(&mut self, now: Instant) {
+        if let Some(cc) = self.cc.as_mut() {
+            cc.rp.handle_timeout(now);
+            if cc.pace_until.is_some_and(|at| at <= now) {
+                cc.pace_until = None;
+            }
+        }
         for timer in self.timers.expire(now).into_iter().flatten() {
             match timer {
                 Timer::Retransmit => {
@@ -499,6 +581,46 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         self.timers.stop_all();
     }
 
+    /// A request arrived marked CE: the notification point decides whether
+    /// a CNP goes back. [CC-111]
+    fn on_ce_marked(&mut self, now: Instant) {
+        let Some(cc) = self.cc.as_mut() else {
+            return;
+        };
+        self.counters.rx_ce_marked += 1;
+        if cc.np.on_ce_marked(now) == CnpVerdict::Send {
+            cc.cnp_due = true;
+        }
+    }
+
+    /// A CNP for this QP arrived: the reaction point cuts the rate.
+    /// [CC-113]
+    fn handle_cnp(&mut self, now: Instant) {
+        let Some(cc) = self.cc.as_mut() else {
+            return;
+        };
+        self.counters.rx_cnps += 1;
+        let before = cc.rp.rate();
+        cc.rp.on_cnp(now);
+        if cc.rp.rate() < before {
+            self.counters.rate_cuts += 1;
+        }
+    }
+
+    /// A CNP toward the peer's requester: BECN set, P_Key 0xFFFF, PSN 0,
+    /// the 16 reserved bytes zero, Not-ECT. [WIRE-051] [CC-111]
+    fn emit_cnp(&mut self, buf: &mut [u8]) -> Option<usize> {
+        let ext = ExtHeaders {
+            cnp: Some(CnpRepr),
+            ..ExtHeaders::default()
+        };
+        let mut repr = self.headers(Opcode::Cnp, Psn::ZERO, false, ext, 0);
+        repr.bth.becn = true;
+        repr.bth.pkey = 0xffff;
+        repr.ipv4.ecn = Ecn::NotEct;
+        repr.emit(&[], buf).ok()
+    }
+
     /// The headers of a frame we send. [RC-008]
     fn headers(
         &mut self,
@@ -557,7 +679,12 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
 
     fn emit_request(&mut self, pkt: &RequestPacket, buf: &mut [u8]) -> Option<usize> {
         let len = pkt.payload.len();
-        let repr = self.headers(pkt.opcode, pkt.psn, pkt.ack_req, pkt.ext, len);
+        let mut repr = self.headers(pkt.opcode, pkt.psn, pkt.ack_req, pkt.ext, len);
+        // With DCQCN requests are ECN-capable, so queues can mark them.
+        // [CC-110]
+        if self.cc.is_some() && repr.ipv4.ecn == Ecn::NotEct {
+            repr.ipv4.ecn = Ecn::Ect0;
+        }
         repr.emit(self.req.payload(pkt), buf).ok()
     }
 

@@ -8,7 +8,7 @@ use epic_proto::host::{
     result_window, CollectiveRequest, HostConfig, HostEvent, HostRank, HostSetupError, PatternLane,
     ResultLoop,
 };
-use epic_proto::roce::{ConfigError, Mtu, PathConfig, QpConfig, Transport};
+use epic_proto::roce::{CcConfig, ConfigError, Mtu, PathConfig, QpConfig, Transport};
 use epic_proto::time::Duration;
 use epic_proto::wire::GroupId;
 use epic_proto::Psn;
@@ -68,6 +68,11 @@ pub struct ClusterConfig {
     /// go-back-N, so SR toward them is refused ([WIRE-052]: SR only
     /// between devices that run it).
     pub transport: Transport,
+    /// DCQCN at the ranks' QPs ([CC-110]; off by default, and off every
+    /// frame is what it was without it). The switches neither mark nor
+    /// answer CE themselves; marking is per link
+    /// (`Sim::set_link_ecn`, [CC-100]).
+    pub cc: Option<CcConfig>,
 }
 
 impl ClusterConfig {
@@ -93,6 +98,7 @@ impl ClusterConfig {
             pitfall: None,
             per_pattern: false,
             transport: Transport::Gbn,
+            cc: None,
         }
     }
 
@@ -363,6 +369,7 @@ impl Cluster {
             qp.rq_psn = cfg.start_psn;
             qp.timeout = cfg.host_timeout;
             qp.transport = cfg.transport;
+            qp.cc = cfg.cc;
             qp.retry_cnt = 7;
             qp.rnr_retry = 7;
             // The window's messages, the control message and its echo, and

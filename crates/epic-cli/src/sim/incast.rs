@@ -1,0 +1,189 @@
+//! `epic sim incast`: N senders writing over RC into one receiver through
+//! a switch port with a shallow queue, with and without congestion control
+//! (ECN marking at the queue, DCQCN at the QPs), the same seed for both.
+//! The runner is [`netsim::incast`]; this module maps the arguments and
+//! prints one row per run. [CC-114]
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+use epic_proto::cc::DcqcnConfig;
+use epic_proto::time::Duration;
+use netsim::incast::{run as run_incast, IncastConfig, IncastReport};
+use serde::Serialize;
+
+use crate::args::{parse_gbps, parse_latency_us, parse_size, Format, TransportArg};
+
+/// Arguments of `epic sim incast`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct IncastArgs {
+    /// Senders.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=200))]
+    ranks: u16,
+    /// Bytes each sender writes, with K/M/G suffixes (powers of 1024).
+    #[arg(long, default_value = "4M", value_parser = parse_size)]
+    size: u64,
+    /// Depth of the switch's egress queue toward the receiver, frames.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    queue_frames: u32,
+    /// Link bandwidth, Gbit/s (every link).
+    #[arg(long, default_value_t = 100.0, value_parser = parse_gbps)]
+    link_gbps: f64,
+    /// Link propagation latency, µs.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_latency_us)]
+    latency_us: f64,
+    /// Congestion control: off, on, or both runs (same seed).
+    #[arg(long, value_enum, default_value = "both")]
+    cc: CcArg,
+    /// The QPs' transport profile.
+    #[arg(long, value_enum, default_value = "gbn")]
+    transport: TransportArg,
+    /// Each sender's window of unacknowledged PSNs (rxe: 128).
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=1023))]
+    window: u32,
+    /// Local ACK timeout exponent: 4.096 µs · 2^timeout (8 ≈ 1 ms).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(1..=31))]
+    timeout: u8,
+    /// The receiver's CNP interval, µs (DCQCN's paper: 50).
+    #[arg(long, default_value_t = 4.0, value_parser = parse_latency_us)]
+    cnp_interval_us: f64,
+    /// DCQCN's byte counter B: one rate-increase event per this many bytes
+    /// sent (K/M suffixes; DCQCN's paper: 10M).
+    #[arg(long, default_value = "10M", value_parser = parse_size)]
+    byte_counter: u64,
+    /// Simulator seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+}
+
+/// `--cc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum CcArg {
+    /// Neither marking nor DCQCN.
+    Off,
+    /// ECN marking at the queue and DCQCN at every QP.
+    On,
+    /// One run of each.
+    Both,
+}
+
+/// One JSON Lines object.
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    cc: bool,
+    ranks: u16,
+    bytes_per_rank: u64,
+    queue_frames: usize,
+    drop_pct: f64,
+    goodput_pct: f64,
+    #[serde(flatten)]
+    report: &'a IncastReport,
+}
+
+fn config(args: &IncastArgs) -> IncastConfig {
+    IncastConfig {
+        ranks: args.ranks,
+        bytes_per_rank: args.size,
+        queue_frames: args.queue_frames as usize,
+        link_bps: (args.link_gbps * 1e9) as u64,
+        latency: Duration::from_nanos((args.latency_us * 1e3) as u64),
+        cnp_interval: Duration::from_nanos((args.cnp_interval_us * 1e3) as u64),
+        transport: args.transport.transport(),
+        dcqcn: DcqcnConfig {
+            byte_counter_bytes: args.byte_counter,
+            ..DcqcnConfig::DEFAULT
+        },
+        window_psns: args.window,
+        qp_timeout: args.timeout,
+        seed: args.seed,
+        ..IncastConfig::DEFAULT
+    }
+}
+
+/// Runs the incast once or twice; exit 0 when every run delivered every
+/// byte, 1 when one did not finish, 2 on arguments the model refuses.
+pub(crate) fn run(args: &IncastArgs) -> ExitCode {
+    let base = config(args);
+    let ccs: &[bool] = match args.cc {
+        CcArg::Off => &[false],
+        CcArg::On => &[true],
+        CcArg::Both => &[false, true],
+    };
+    let mut out = BufWriter::new(io::stdout().lock());
+    let mut all_done = true;
+    if args.format == Format::Table {
+        let _ = writeln!(
+            out,
+            "{:<4} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>12} {:>6} {:>7} {:>10}",
+            "cc",
+            "frames",
+            "drops",
+            "drop %",
+            "marked",
+            "goodput%",
+            "time ms",
+            "last drop ms",
+            "t/outs",
+            "cnps",
+            "rate cuts"
+        );
+    }
+    for &cc in ccs {
+        let cfg = IncastConfig { cc, ..base };
+        let r = match run_incast(&cfg) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("epic sim incast: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        all_done &= r.completed;
+        let written = match args.format {
+            Format::Table => writeln!(
+                out,
+                "{:<4} {:>9} {:>9} {:>8.2} {:>8} {:>9.1} {:>9.3} {:>12.3} {:>6} {:>7} {:>10}{}",
+                if cc { "on" } else { "off" },
+                r.bottleneck_frames,
+                r.bottleneck_drops,
+                r.drop_pct(),
+                r.bottleneck_marked,
+                r.goodput_pct(),
+                r.finish_ns as f64 / 1e6,
+                r.last_drop_ns as f64 / 1e6,
+                r.timeouts,
+                r.cnps_sent,
+                r.rate_cuts,
+                if r.completed { "" } else { "  (unfinished)" },
+            ),
+            Format::Json => {
+                let row = JsonRow {
+                    cc,
+                    ranks: cfg.ranks,
+                    bytes_per_rank: cfg.bytes_per_rank,
+                    queue_frames: cfg.queue_frames,
+                    drop_pct: r.drop_pct(),
+                    goodput_pct: r.goodput_pct(),
+                    report: &r,
+                };
+                serde_json::to_writer(&mut out, &row)
+                    .map_err(io::Error::from)
+                    .and_then(|()| writeln!(out))
+            }
+        };
+        if let Err(e) = written.and_then(|()| out.flush()) {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("epic sim incast: writing output: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if all_done {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
