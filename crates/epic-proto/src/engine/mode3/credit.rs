@@ -160,12 +160,15 @@ pub(crate) fn hold_rank_ack(
 /// names with MSN m ≥ 1, `through + 1 + (m − 1)`, moves the hop's limit
 /// forward, never back (a late ACK names an older edge). MSN 0 names
 /// none. [M3-027]
-pub(crate) fn take_credit(h: &mut Hop, through: Psn, msn: u32) {
+/// Returns whether the edge moved.
+pub(crate) fn take_credit(h: &mut Hop, through: Psn, msn: u32) -> bool {
     if msn == NO_CREDIT_INFO {
-        return;
+        return false;
     }
     let edge = through.next().add((msn & 0x00ff_ffff).saturating_sub(1));
-    if h.peer_edge.is_none_or(|old| edge.is_after(old)) {
+    let moved = h.peer_edge.is_none_or(|old| edge.is_after(old));
+    if moved {
         h.peer_edge = Some(edge);
     }
+    moved
 }

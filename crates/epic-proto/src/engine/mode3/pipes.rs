@@ -643,12 +643,11 @@ impl Augmented {
                 return;
             }
         };
-        if matches!(
+        // A window update ACKs nothing new but widens the edge. [M3-028]
+        let widened = matches!(
             s.eps.get(ep.index()).map(|e| e.cfg.peer),
             Some(Peer::Switch)
-        ) {
-            take_credit(e, through, aeth.msn);
-        }
+        ) && take_credit(e, through, aeth.msn);
         // A peer that acknowledges past what we sent has all we sent (it
         // skipped a range in which we send nothing). [M3-030]
         let through = if through.is_after(e.max_sent) {
@@ -666,7 +665,7 @@ impl Augmented {
                 psn
             };
             retransmission(e, from, now, timeout);
-        } else if !advanced {
+        } else if !advanced && !widened {
             io.drop(EngineDropReason::AckIgnored);
         }
         // A switch that holds us to an edge gets a probe if no ACK comes

@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 
 use super::test_rig::*;
 use crate::engine::config::Peer;
+use crate::engine::counters::EngineDropReason;
 use crate::engine::{ContextConfig, Mode};
 use crate::psn::Psn;
 use crate::time::{Duration, Instant};
@@ -109,6 +110,10 @@ fn a_sender_holds_to_the_edge_a_switch_names() {
     // Through 2, credit 10: the edge is 13.
     parent_ack(&mut r, 2, 11);
     assert_eq!(sent_up(&mut r), [psn(3), psn(4)]);
+    // A window update (through 2 again, edge 14) is not an ignored ACK.
+    let ignored = r.drops(EngineDropReason::AckIgnored);
+    parent_ack(&mut r, 2, 12);
+    assert_eq!(r.drops(EngineDropReason::AckIgnored), ignored);
     // A late ACK through 1 with credit 1 (edge 3) leaves the edge at 13.
     parent_ack(&mut r, 1, 2);
     ranks_send(&mut r, 5);
