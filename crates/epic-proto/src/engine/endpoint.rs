@@ -3,7 +3,8 @@
 
 use super::config::EndpointConfig;
 use crate::psn::Psn;
-use crate::wire::Syndrome;
+use crate::wire::{AckFrameRepr, AckTemplate, EthernetAddress, Qpn, Syndrome};
+use core::net::Ipv4Addr;
 
 /// An ACK or NAK waiting to go out on an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,6 +38,65 @@ pub struct EndpointState {
     pub(crate) response: Option<Response>,
     /// Whether the endpoint sits in the engine's response/data work lists.
     pub(crate) listed: bool,
+    /// Its ACK frame, built at the first ACK and rebuilt when `cfg` no
+    /// longer fits it. [WIRE-066]
+    pub(crate) ack_template: AckCache,
+}
+
+/// The endpoint's [`AckTemplate`]: a cache of what `cfg` determines, so
+/// it plays no part in comparing or hashing states (two states that
+/// differ only in it behave the same).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AckCache(Option<(AckKey, AckTemplate)>);
+
+/// What an endpoint's ACK frame is built from, besides the identification,
+/// the PSN and the AETH: the switch's MAC and IPv4 address and the
+/// endpoint's configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct AckKey {
+    src_mac: EthernetAddress,
+    src_ip: Ipv4Addr,
+    remote_mac: EthernetAddress,
+    remote_ip: Ipv4Addr,
+    local_qpn: Qpn,
+    remote_qpn: Qpn,
+}
+
+impl AckCache {
+    /// The template for ACKs from `src_mac`/`src_ip` toward `ep`, built
+    /// from `frame` (an ACK of theirs) unless the one kept is theirs.
+    pub(crate) fn template(
+        &mut self,
+        src_mac: EthernetAddress,
+        src_ip: Ipv4Addr,
+        ep: &EndpointConfig,
+        frame: impl FnOnce() -> AckFrameRepr,
+    ) -> Option<&AckTemplate> {
+        let key = AckKey {
+            src_mac,
+            src_ip,
+            remote_mac: ep.remote_mac,
+            remote_ip: ep.remote_ip,
+            local_qpn: ep.local_qpn,
+            remote_qpn: ep.remote_qpn,
+        };
+        if !self.0.as_ref().is_some_and(|(k, _)| *k == key) {
+            self.0 = AckTemplate::new(&frame()).ok().map(|t| (key, t));
+        }
+        self.0.as_ref().map(|(_, t)| t)
+    }
+}
+
+impl PartialEq for AckCache {
+    fn eq(&self, _: &AckCache) -> bool {
+        true
+    }
+}
+
+impl Eq for AckCache {}
+
+impl core::hash::Hash for AckCache {
+    fn hash<H: core::hash::Hasher>(&self, _: &mut H) {}
 }
 
 impl EndpointState {
@@ -45,6 +105,7 @@ impl EndpointState {
             cfg,
             response: None,
             listed: false,
+            ack_template: AckCache::default(),
         }
     }
 

@@ -12,7 +12,7 @@ use super::arena::Arena;
 use super::config::Pitfall;
 use super::config::{EndpointConfig, EngineConfig};
 use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
-use super::endpoint::Response;
+use super::endpoint::{AckCache, Response};
 use super::id::{ContextId, ContextSlot, EdgeId};
 use super::modules::translate_header::{
     translate_around, translate_header, translate_with_crc, Outgoing, Source,
@@ -177,26 +177,35 @@ pub(crate) fn emit_slot(
 pub(crate) fn emit_response(
     io: &mut Io<'_>,
     ep: &EndpointConfig,
+    cache: &mut AckCache,
     r: &Response,
     buf: &mut [u8],
 ) -> Option<usize> {
     *io.ident = io.ident.wrapping_add(1);
+    let ident = *io.ident;
     let src = io.source();
-    let frame = AckFrameRepr {
+    let aeth = AethRepr {
+        syndrome: r.syndrome,
+        msn: r.msn,
+    };
+    let frame = || AckFrameRepr {
         dst_mac: ep.remote_mac,
         src_mac: src.mac,
         src: src.ip,
         dst: ep.remote_ip,
-        ident: *io.ident,
+        ident,
         src_port: rxe_udp_sport(ep.local_qpn, ep.remote_qpn),
         dest_qp: ep.remote_qpn,
         psn: r.psn,
-        aeth: AethRepr {
-            syndrome: r.syndrome,
-            msn: r.msn,
-        },
+        aeth,
     };
-    emitted(io, frame.emit(buf))
+    // The endpoint's addresses are the same every time: its template
+    // writes the frame, rebuilt only when they change. [WIRE-066]
+    let written = match cache.template(src.mac, src.ip, ep, frame) {
+        Some(t) => t.emit_parts(ident, r.psn, aeth, buf),
+        None => frame().emit(buf),
+    };
+    emitted(io, written)
 }
 
 /// The length of a frame written for `poll_transmit`, or `None`, counting

@@ -95,8 +95,8 @@ impl Shared {
             io.counters.tx_naks += 1;
         }
         let r = self.wire_response(ep, r);
-        let e = self.eps.get(ep.index())?;
-        Some(emit_response(io, &e.cfg, &r, buf))
+        let e = self.eps.get_mut(ep.index())?;
+        Some(emit_response(io, &e.cfg, &mut e.ack_template, &r, buf))
     }
 
     /// Installs or checks the invocation of a control message; returns its

@@ -307,7 +307,7 @@ const fn mul_mod_p(a: u32, mut b: u32) -> u32 {
 /// byte `v` (bit 7 is x^0), which moves a state over one zero byte.
 // Evaluated at compile time: an index out of bounds fails the build.
 #[allow(clippy::indexing_slicing)]
-const CRC_TABLE: [u32; 256] = {
+pub(super) const CRC_TABLE: [u32; 256] = {
     let mut t = [0u32; 256];
     let mut v = 0;
     while v < 256 {

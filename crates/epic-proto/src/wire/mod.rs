@@ -23,6 +23,7 @@
 pub(crate) mod field;
 
 mod ack_frame;
+mod ack_template;
 mod aeth;
 mod atomic_ack_eth;
 mod atomic_eth;
@@ -47,6 +48,7 @@ mod sack;
 mod udp;
 
 pub use ack_frame::{AckFrame, AckFrameRepr, ACK_FRAME_LEN};
+pub use ack_template::AckTemplate;
 pub use aeth::{AethPacket, AethRepr, NakCode, Syndrome, AETH_LEN, RNR_TIMER_NS};
 pub use atomic_ack_eth::{AtomicAckEthPacket, AtomicAckEthRepr, ATOMIC_ACK_ETH_LEN};
 pub use atomic_eth::{AtomicEthPacket, AtomicEthRepr, ATOMIC_ETH_LEN};
