@@ -42,6 +42,23 @@ pub struct CommStats {
     /// (`response_coalesced`) is not a frame dropped and is not counted,
     /// as Mode I's edges do not count it either.
     pub qp_drops: u64,
+    /// SACKs the QPs sent (selective retransmission, a gap open when the
+    /// acknowledgement left). [SR-014] [CC-115]
+    pub sacks_tx: u64,
+    /// SACKs the QPs received and acted on. [SR-015] [CC-115]
+    pub sacks_rx: u64,
+    /// PSNs a SACK or sequence NAK reported missing, marked for a
+    /// selective resend. [SR-015] [CC-115]
+    pub selective_resends: u64,
+    /// Tail-loss probes the QPs sent. [SR-017] [CC-115]
+    pub probes: u64,
+    /// CNPs the QPs sent (requests that arrived marked CE). [CC-113]
+    /// [CC-115]
+    pub cnps_tx: u64,
+    /// CNPs the QPs received. [CC-113] [CC-115]
+    pub cnps_rx: u64,
+    /// CNPs that lowered a QP's sending rate. [CC-113] [CC-115]
+    pub rate_cuts: u64,
     /// Frames addressed to no QP of this rank, or not RoCEv2.
     pub unknown_frames: u64,
     /// The transport's own counters of port 0 (with the in-memory fabric:
@@ -57,6 +74,13 @@ impl CommStats {
         self.seq_naks += c.rx_seq_naks;
         self.rnr_naks += c.rx_rnr_naks;
         self.qp_drops += c.total_drops() - c.drops(DropReason::ResponseCoalesced);
+        self.sacks_tx += c.tx_sacks;
+        self.sacks_rx += c.rx_sacks;
+        self.selective_resends += c.selective_resends;
+        self.probes += c.probes;
+        self.cnps_tx += c.tx_cnps;
+        self.cnps_rx += c.rx_cnps;
+        self.rate_cuts += c.rate_cuts;
     }
 
     /// Takes the transport's counters.

@@ -35,6 +35,12 @@ pub(crate) struct Totals {
     pub(crate) drops: u64,
     /// Frames the links' queues marked CE.
     pub(crate) ce_marks: u64,
+    /// SACKs sent by ranks and switches.
+    pub(crate) sacks: u64,
+    /// CNPs sent by ranks and switches.
+    pub(crate) cnps: u64,
+    /// Rate cuts the ranks' QPs took.
+    pub(crate) rate_cuts: u64,
 }
 
 impl Totals {
@@ -43,6 +49,9 @@ impl Totals {
             retransmissions: self.retransmissions.saturating_sub(before.retransmissions),
             drops: self.drops.saturating_sub(before.drops),
             ce_marks: self.ce_marks.saturating_sub(before.ce_marks),
+            sacks: self.sacks.saturating_sub(before.sacks),
+            cnps: self.cnps.saturating_sub(before.cnps),
+            rate_cuts: self.rate_cuts.saturating_sub(before.rate_cuts),
         }
     }
 }
@@ -441,6 +450,8 @@ impl LabCluster {
 fn add_switch(t: &mut Totals, c: &SwitchCounters) {
     t.retransmissions += c.engine.tx_retransmits;
     t.drops += c.engine.total_drops();
+    t.sacks += c.engine.tx_sacks;
+    t.cnps += c.engine.tx_cnps;
     for p in &c.ports {
         t.drops += p.io.fault_lost + p.io.tx_dropped;
         t.ce_marks += p.io.ce_marked;
@@ -451,4 +462,7 @@ fn add_comm(t: &mut Totals, s: &CommStats) {
     t.retransmissions += s.retransmissions;
     t.drops += s.link.fault_lost + s.link.tx_dropped;
     t.ce_marks += s.link.ce_marked;
+    t.sacks += s.sacks_tx;
+    t.cnps += s.cnps_tx;
+    t.rate_cuts += s.rate_cuts;
 }

@@ -49,6 +49,14 @@ pub struct Row {
     /// Frames the links' queues marked CE during the row (0 unless ECN
     /// marking is on, [`LabConfig::ecn`](crate::LabConfig::ecn)). [CC-109]
     pub ce_marks: u64,
+    /// SACKs the ranks and switches sent during the row (0 under
+    /// go-back-N). [CC-115]
+    pub sacks: u64,
+    /// CNPs the ranks and switches sent during the row (0 unless ECN
+    /// marking and rate control are on). [CC-115]
+    pub cnps: u64,
+    /// Rate cuts the ranks' QPs took on CNPs during the row. [CC-115]
+    pub rate_cuts: u64,
     /// Why the row failed, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -56,7 +64,7 @@ pub struct Row {
 
 /// The fields of a JSON row, in order (`error` appears only on a failed
 /// row).
-pub const ROW_FIELDS: [&str; 16] = [
+pub const ROW_FIELDS: [&str; 19] = [
     "mode",
     "collective",
     "dtype",
@@ -73,6 +81,9 @@ pub const ROW_FIELDS: [&str; 16] = [
     "retransmissions",
     "drops",
     "ce_marks",
+    "sacks",
+    "cnps",
+    "rate_cuts",
 ];
 
 /// The value at quantile `q` (0..=1) of `sorted` (nearest rank), 0 when
@@ -233,6 +244,9 @@ mod tests {
             retransmissions: 0,
             drops: 0,
             ce_marks: 0,
+            sacks: 0,
+            cnps: 0,
+            rate_cuts: 0,
             error: None,
         }
     }

@@ -234,6 +234,9 @@ async fn measure(
         retransmissions: delta.retransmissions,
         drops: delta.drops,
         ce_marks: delta.ce_marks,
+        sacks: delta.sacks,
+        cnps: delta.cnps,
+        rate_cuts: delta.rate_cuts,
         error,
     };
     (cluster, row)

@@ -101,8 +101,8 @@ fn clean_links(transport: LabTransport) {
     assert!(resent.is_empty(), "INC resends on clean links: {resent:#?}");
 }
 
-/// [LAB-001] [LAB-003] 5 % loss on every link, both directions: still
-/// every row correct, recovered by retransmissions the rows count.
+/// [LAB-001] [LAB-003] [CC-115] 5 % loss on every link, both directions:
+/// still every row correct, recovered by retransmissions the rows count.
 #[test]
 fn full_matrix_with_five_percent_loss() {
     five_percent_loss(LabTransport::Auto);
@@ -131,6 +131,19 @@ fn five_percent_loss(transport: LabTransport) {
         "loss happened"
     );
     assert!(rows.iter().map(|r| r.retransmissions).sum::<u64>() > 0);
+    // [CC-115] SACKs are counted where SR runs, and only there; no CNP
+    // or rate cut without marking.
+    let sacks = |gbn: bool| -> u64 {
+        rows.iter()
+            .filter(|r| (r.transport == "gbn") == gbn)
+            .map(|r| r.sacks)
+            .sum()
+    };
+    assert_eq!(sacks(true), 0, "SACKs under go-back-N");
+    if transport != LabTransport::Gbn {
+        assert!(sacks(false) > 0, "no SACK counted under SR at 5 % loss");
+    }
+    assert!(rows.iter().all(|r| r.cnps == 0 && r.rate_cuts == 0));
 }
 
 /// [LAB-001] The other element types and ops, with reordering and

@@ -87,6 +87,9 @@ pub(crate) fn run_baseline(
                 retransmissions: 0,
                 drops: 0,
                 ce_marks: 0,
+                sacks: 0,
+                cnps: 0,
+                rate_cuts: 0,
                 error: (!m.correct).then(|| "an MPI rank's output was wrong".to_string()),
             }
         })
