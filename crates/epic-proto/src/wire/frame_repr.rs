@@ -156,7 +156,7 @@ impl RoceFrameRepr {
         at += IPV4_HEADER_LEN + UDP_HEADER_LEN + BTH_LEN;
         let ext_at = at;
         at += self.ext.emit(field_mut(frame, at))?;
-        let state = icrc::resume(icrc::prefix_state(prefix), field::slice(frame, ext_at..at));
+        let state = icrc::prefix_ext_state(prefix, field::slice(frame, ext_at..at));
         let state = match body {
             Body::Bytes(payload) => {
                 field::set_bytes(frame, at, payload);
