@@ -534,7 +534,7 @@ fn data_lost_out(port: u16, nth: u32) -> Fault {
 /// Selective retransmission (Mode II only; Modes I and III run go-back-N
 /// toward the ranks, [SR-030]): the ranks run the SR profile and a data
 /// frame toward a rank is lost, so SACKs reach the DUT. The leaf's ports
-/// 0 and 1 lead to ranks 2 and 3, port 2 to its parent. [SR-031]…[SR-036]
+/// 0 and 1 lead to ranks 2 and 3, port 2 to its parent. [SR-031]…[SR-038]
 fn sr(mode: u8) -> Vec<Case> {
     let b = Builder {
         mode,
@@ -560,14 +560,14 @@ fn sr(mode: u8) -> Vec<Case> {
     k.requirements = ids(&["WIRE-055", "SR-033", "SR-034", "M2-033"]);
     v.push(k);
     let mut k = b.case(
-        "reduce-sack-as-nak-leaf",
+        "reduce-sack-forwarded-leaf",
         DutRole::Leaf,
         CollectiveName::Reduce,
-        "reduce to rank 2 under SR: a result toward it is lost; its SACK must reach the senders as the NAK of the first hole".into(),
+        "reduce to rank 2 under SR: a result toward it is lost; its SACK must reach the senders as a SACK reporting no more than the root holds".into(),
     );
     k.call.root = 2;
     k.faults = vec![data_lost_out(0, 1)];
-    k.requirements = ids(&["SR-032", "M2-032"]);
+    k.requirements = ids(&["SR-037", "SR-038", "M2-032"]);
     v.push(k);
     let mut k = b.case(
         "gbn-only-refuses-leaf",

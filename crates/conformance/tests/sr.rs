@@ -1,5 +1,5 @@
 //! The SR family: SACKs at a Mode II DUT and a go-back-N-only device.
-//! [SR-031]…[SR-036] [WIRE-055]
+//! [SR-031]…[SR-038] [WIRE-055]
 
 use conformance::case::{Family, Profile};
 use conformance::catalog;
@@ -15,7 +15,7 @@ fn sr_cases() -> Vec<conformance::case::Case> {
         .collect()
 }
 
-/// [SR-031] [SR-032] [SR-033] [SR-034] [WIRE-055] The reference passes
+/// [SR-031] [SR-033] [SR-034] [SR-037] [SR-038] [WIRE-055] The reference passes
 /// every SR case, and each one's SACK check is judged (passes, never
 /// skipped): the faults make the ranks send SACKs the DUT must handle.
 #[test]
@@ -47,7 +47,7 @@ fn reference_judges_every_sr_check() {
         "m2-sr-broadcast-sack-intersection-leaf",
         "broadcast_ack_aggregation",
     );
-    judged("m2-sr-reduce-sack-as-nak-leaf", "sack_as_nak");
+    judged("m2-sr-reduce-sack-forwarded-leaf", "sack_forwarded");
     judged("m2-sr-gbn-only-refuses-leaf", "install");
 }
 

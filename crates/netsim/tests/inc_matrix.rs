@@ -34,12 +34,13 @@ fn lossy_matrix() {
     }
 }
 
-/// [SR-010] [SR-030] [SR-031] [SR-032] The SR profile in Mode II: every
-/// collective under 1, 5 and 15 % loss with reordering and duplication on
-/// Tree-2-4 and Tree-3-2 (`EPIC_INC_SWEEP=full`: 20 seeds), every result
-/// checked (AllReduce SACKs reflected, the other patterns' SACKs forwarded
-/// as the ACK of their cumulative point or the NAK of its first hole); and
-/// SR refused toward Modes I and III, whose switches run go-back-N.
+/// [SR-010] [SR-030] [SR-031] [SR-032] [SR-033] [SR-037] The SR profile
+/// in Mode II: every collective under 1, 5 and 15 % loss with reordering
+/// and duplication on Tree-2-4 and Tree-3-2 (`EPIC_INC_SWEEP=full`: 20
+/// seeds), every result checked (AllReduce SACKs reflected, a Broadcast's
+/// merged, a Reduce's forwarded to its senders, the rest taken as the ACK
+/// of their cumulative point or the NAK of its first hole); and SR
+/// refused toward Modes I and III, whose switches run go-back-N.
 #[test]
 fn sr_lossy_matrix() {
     inc_common::lossy_matrix("Translated sr", |topo, link, seed| {
@@ -88,5 +89,43 @@ fn sr_sacks_flow_through_mode2() {
     assert!(
         reflected > 0 && acted > 0,
         "reflected {reflected}, acted on {acted}"
+    );
+}
+
+/// [SR-037] [SR-038] Under loss an SR Reduce's root SACKs reach its
+/// senders through both levels of Tree-3-2 (the spine forwards to the
+/// leaf, which forwards to its ranks), and the senders act on them; the
+/// result is right.
+#[test]
+fn sr_reduce_sacks_are_forwarded_to_the_senders() {
+    let mut cfg = netsim::inc::ClusterConfig::new("tree-3-2".parse().unwrap(), Mode::Translated);
+    cfg.link = LinkConfig::lossy(0.05, 0.05, 0.0);
+    cfg.seed = 3;
+    cfg.transport = epic_proto::roce::Transport::SR;
+    let mut cl = netsim::inc::Cluster::build(cfg).unwrap();
+    let k = case(
+        epic_proto::wire::Collective::Reduce,
+        epic_proto::wire::DataType::Int32,
+        epic_proto::wire::ReduceOp::Sum,
+        0,
+        4,
+        150_000,
+        3,
+    );
+    check(&mut cl, &k, "sr reduce under 5 % loss");
+    let forwarded: u64 = cl
+        .switches
+        .iter()
+        .map(|s| match cl.sim.node(*s) {
+            Some(netsim::inc::IncNode::Switch(e)) => e.counters().sack_forwards,
+            _ => 0,
+        })
+        .sum();
+    let acted: u64 = (1..4)
+        .map(|r| cl.host(r).unwrap().rank.qp().counters().rx_sacks)
+        .sum();
+    assert!(
+        forwarded > 0 && acted > 0,
+        "forwarded {forwarded}, acted on {acted}"
     );
 }

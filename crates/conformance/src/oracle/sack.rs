@@ -1,6 +1,7 @@
 //! SACKs at a Mode II DUT of an SR group (SPEC §17.7): reflected in
-//! AllReduce, merged by intersection toward a Broadcast's root, taken as
-//! the NAK of the first hole in the other patterns. [SR-031]…[SR-034]
+//! AllReduce, merged by intersection toward a Broadcast's root, forwarded
+//! from a Reduce's root to its senders. [SR-031]…[SR-034] [SR-037]
+//! [SR-038]
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,7 +24,9 @@ pub(super) fn checks(obs: &Observation) -> Vec<Check> {
     match obs.case.call.collective {
         CollectiveName::Allreduce => vec![reflected(obs)],
         CollectiveName::Broadcast => intersection(obs).into_iter().collect(),
-        CollectiveName::Reduce | CollectiveName::ReduceScatter => vec![as_nak(obs)],
+        CollectiveName::Reduce | CollectiveName::ReduceScatter => {
+            forwarded(obs).into_iter().collect()
+        }
         _ => Vec::new(),
     }
 }
@@ -192,45 +195,83 @@ fn intersection(obs: &Observation) -> Option<Check> {
     ))
 }
 
-/// [SR-032] Reduce (and ReduceScatter): the root rank's SACK goes to the
-/// senders as the NAK of its first hole (or the ACK of its cumulative
-/// point), never as a SACK.
-fn as_nak(obs: &Observation) -> Check {
-    let mut holes: Vec<(u16, Psn)> = Vec::new();
+/// [SR-037] [SR-038] Reduce (and ReduceScatter, K Reduces): the root's
+/// SACK goes on to the senders as a SACK. Every SACK the DUT sends on a
+/// port other than the root's reports received only PSNs the root's port
+/// has reported received (never more: a sender would never resend the
+/// rest), with its cumulative point no further than the root's; and,
+/// once the root has sent a SACK reporting a PSN after its cumulative
+/// point, at least one such SACK reaches a sender.
+fn forwarded(obs: &Observation) -> Option<Check> {
+    let sw = obs.tree.switches.get(obs.dut_switch)?;
+    let root = obs.case.call.root;
+    let up = sw.reach.iter().position(|r| r.contains(&root))?;
+    let up = u16::try_from(up).ok()?;
+    let mut got = Reported::default();
+    let mut holed = 0usize;
     let mut seen = 0usize;
     let mut bad = Vec::new();
-    let mut naks: Vec<(u16, Psn)> = Vec::new();
     for (i, e) in obs.trace.events.iter().enumerate() {
+        let kind = frames::kind(&e.frame);
         match e.direction {
-            Direction::In => {
-                if let Some(s) = sack_of(e).filter(SackRepr::has_selective) {
-                    seen += 1;
-                    holes.push((e.port, s.cumulative().next()));
+            Direction::In if e.port == up => {
+                if !matches!(kind, Kind::Ack | Kind::Nak | Kind::Sack)
+                    || matches!(e.origin, Origin::Injected(_))
+                    || !frames::checksums_ok(&e.frame)
+                {
+                    continue;
                 }
-            }
-            Direction::Out => match frames::kind(&e.frame) {
-                Kind::Sack => bad.push(format!(
-                    "event #{i}: a SACK on port {} (SACKs of these patterns go on as NAKs)",
-                    e.port
-                )),
-                Kind::Nak => {
-                    if let Some(p) = frames::psn(&e.frame) {
-                        naks.push((e.port, p));
+                let Some(p) = frames::psn(&e.frame) else {
+                    continue;
+                };
+                let p = if kind == Kind::Nak { p.sub(1) } else { p };
+                if got.through.is_none_or(|t| p.is_after(t)) {
+                    got.through = Some(p);
+                }
+                if let Some(s) = sack_of(e) {
+                    holed += usize::from(s.has_selective());
+                    for q in psns(&s) {
+                        got.listed.insert(q.distance_from(Psn::ZERO));
                     }
                 }
-                _ => {}
-            },
+            }
+            Direction::Out if e.port != up => {
+                let Some(s) = sack_of(e) else { continue };
+                seen += 1;
+                if !got.holds(s.cumulative()) {
+                    bad.push(format!(
+                        "event #{i}: SACK {s} toward port {} acknowledges {}, which the root (port {up}) has not",
+                        e.port,
+                        s.cumulative()
+                    ));
+                }
+                let lacking = psns(&s).find(|q| !got.holds(*q));
+                if let Some(q) = lacking {
+                    bad.push(format!(
+                        "event #{i}: SACK {s} toward port {} reports {q}, which the root (port {up}) has not",
+                        e.port
+                    ));
+                }
+            }
+            _ => {}
         }
     }
-    let forwarded = holes
-        .iter()
-        .any(|(from, h)| naks.iter().any(|(to, p)| to != from && p == h));
-    if seen > 0 && !forwarded {
-        bad.push("no SACK's first hole went to a sender as a NAK".into());
+    if holed > 0 && seen == 0 {
+        bad.push("no root SACK went on to a sender as a SACK".into());
     }
-    Check::new(
-        "sack_as_nak",
-        &["SR-032"],
-        verdict(seen, &bad, "no SACK with a hole reached the DUT"),
-    )
+    Some(Check::new(
+        "sack_forwarded",
+        &["SR-037", "SR-038"],
+        verdict(
+            holed.max(seen),
+            &bad,
+            "no SACK with a hole reached the DUT from the root",
+        ),
+    ))
+}
+
+/// The PSNs a SACK reports after its cumulative point, in order.
+fn psns(s: &SackRepr) -> impl Iterator<Item = Psn> + '_ {
+    s.ranges()
+        .flat_map(|(a, b)| (0..=b.distance_from(a)).map(move |k| a.add(k)))
 }

@@ -121,8 +121,13 @@ pub struct EngineCounters {
     pub rx_acks: u64,
     /// SACKs received (SR profile, [WIRE-052]). [SR-030]
     pub rx_sacks: u64,
-    /// Mode II: SACKs reflected to a rank. [SR-031]
+    /// Mode II: SACKs sent (reflected to a rank [SR-031], merged toward
+    /// a Broadcast's root [SR-034], forwarded to a Reduce's senders
+    /// [SR-038]).
     pub tx_sacks: u64,
+    /// Mode II: SACKs of a Reduce's root forwarded to a sender, among
+    /// `tx_sacks`. [SR-038]
+    pub sack_forwards: u64,
     /// Aggregations completed (a slot reached its fan-in).
     pub aggregations: u64,
     /// Data packets retransmitted: Mode III's, and Mode I's edge

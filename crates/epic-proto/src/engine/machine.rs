@@ -19,7 +19,9 @@ use super::pipe::Pipe;
 use super::shared::Shared;
 use crate::psn::Psn;
 use crate::time::Instant;
-use crate::wire::{AethRepr, EpicHeaderRepr, Opcode, RoceFrame, EPIC_IMM_TAG};
+use crate::wire::{
+    AethRepr, EpicHeaderRepr, Opcode, RoceFrame, SackPacket, SackRepr, EPIC_IMM_TAG,
+};
 
 /// What a context asks of its mode. Every call gets the shared half of
 /// the context; `ep` is an index into its edges.
@@ -94,21 +96,19 @@ pub(crate) trait Translating: ModeMachine {
     /// An ACK or NAK.
     fn ack(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, psn: Psn, aeth: AethRepr);
 
-    /// A SACK ([WIRE-052]) whose cumulative point is `psn` (group terms)
-    /// and whose SACKETH is `sacketh`, as the parser validated it. Unless
-    /// the mode does more, it is what it implies for every receiver: the
-    /// ACK of its cumulative point ([SR-004]). [SR-030]
+    /// A SACK ([WIRE-052]) `sack`, its cumulative point in group terms,
+    /// parsed once from the frame. Unless the mode does more, it is what
+    /// it implies for every receiver: the ACK of its cumulative point
+    /// ([SR-004]). [SR-030]
     fn sack(
         &mut self,
         s: &mut Shared,
         io: &mut Io<'_>,
         ep: EdgeId,
-        psn: Psn,
         aeth: AethRepr,
-        sacketh: &[u8],
+        sack: &SackRepr,
     ) {
-        let _ = sacketh;
-        self.ack(s, io, ep, psn, aeth);
+        self.ack(s, io, ep, sack.cumulative(), aeth);
     }
 }
 
@@ -130,15 +130,21 @@ pub(crate) fn receive_translated(
             }
             None => io.drop(EngineDropReason::Malformed),
         },
-        // The parser has checked the SACKETH ([WIRE-053], [WIRE-054]).
-        Opcode::RcSack => match f.ext.aeth {
-            Some(aeth) => {
-                io.counters.rx_sacks += 1;
-                let psn = s.group_psn(ep, Flow::Out, f.bth.psn);
-                m.sack(s, io, ep, psn, aeth, f.payload);
+        // The parser has checked the SACKETH ([WIRE-053], [WIRE-054]);
+        // it is read here once, its cumulative point in group terms.
+        Opcode::RcSack => {
+            let psn = s.group_psn(ep, Flow::Out, f.bth.psn);
+            match (
+                f.ext.aeth,
+                SackRepr::parse(&SackPacket::new_unchecked(f.payload), psn),
+            ) {
+                (Some(aeth), Ok(sack)) => {
+                    io.counters.rx_sacks += 1;
+                    m.sack(s, io, ep, aeth, &sack);
+                }
+                _ => io.drop(EngineDropReason::Malformed),
             }
-            None => io.drop(EngineDropReason::Malformed),
-        },
+        }
         Opcode::RcSendOnlyWithImmediate if f.ext.immdt.map(|i| i.0) == Some(EPIC_IMM_TAG) => {
             let Some(h) = f.epic else {
                 io.drop(EngineDropReason::BadControl);

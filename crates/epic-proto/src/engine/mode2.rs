@@ -29,10 +29,11 @@ use super::shared::Shared;
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{
-    AethRepr, EpicHeaderRepr, ExtHeaders, ImmDtRepr, Opcode, RoceFrame, SackPacket, SackRepr,
-    Syndrome, EPIC_HEADER_LEN, EPIC_IMM_TAG,
+    AethRepr, EpicHeaderRepr, ExtHeaders, ImmDtRepr, Opcode, RoceFrame, SackRepr, Syndrome,
+    EPIC_HEADER_LEN, EPIC_IMM_TAG, SACK_HEADER_LEN, SACK_MAX_WORDS,
 };
 
+mod sack_forward;
 mod sack_merge;
 
 use sack_merge::SackMerge;
@@ -188,36 +189,33 @@ impl Translating for Translated {
         s: &mut Shared,
         io: &mut Io<'_>,
         ep: EdgeId,
-        psn: Psn,
         aeth: AethRepr,
-        sacketh: &[u8],
+        sack: &SackRepr,
     ) {
-        if Self::reflect_sack(s, io, ep, psn, aeth, sacketh) {
+        if Self::reflect_sack(s, io, ep, aeth, sack) {
             return;
         }
-        let parsed = SackRepr::parse(&SackPacket::new_unchecked(sacketh), psn).ok();
-        let holes = parsed.is_some_and(|k| k.has_selective());
+        let psn = sack.cumulative();
+        if !sack.has_selective() {
+            self.ack_msg(s, io, ep, psn, aeth);
+            return;
+        }
         // An SR group's Broadcast merges its receivers' SACKs toward the
-        // root by intersection. [WIRE-055] [SR-033]
-        if let Some(k) = parsed.filter(|_| holes) {
-            if self.merge_sack(s, io, ep, aeth, k) {
-                return;
-            }
+        // root by intersection ([WIRE-055], [SR-033]); an SR group's
+        // Reduce forwards its root's SACK to every sender ([SR-037]).
+        if self.merge_sack(s, io, ep, aeth, *sack) || self.forward_sack(s, io, ep, aeth, sack) {
+            return;
         }
         // A SACK that reports PSNs after its cumulative point C has a
         // hole at C + 1 (bit 0 is always clear, [WIRE-054]): it goes on as
         // the sequence NAK of C + 1, which acknowledges C, and is forwarded
         // as NAKs are ([M2-032], [M2-033]); an SR sender resends that PSN
         // alone at once ([SR-015]) instead of after a timeout. [SR-032]
-        if holes {
-            let nak = AethRepr {
-                syndrome: Syndrome::NAK_SEQ,
-                msn: aeth.msn,
-            };
-            self.ack_msg(s, io, ep, psn.next(), nak);
-        } else {
-            self.ack_msg(s, io, ep, psn, aeth);
-        }
+        let nak = AethRepr {
+            syndrome: Syndrome::NAK_SEQ,
+            msn: aeth.msn,
+        };
+        self.ack_msg(s, io, ep, psn.next(), nak);
     }
 }
 
@@ -235,10 +233,10 @@ impl Translated {
         s: &mut Shared,
         io: &mut Io<'_>,
         ep: EdgeId,
-        psn: Psn,
         aeth: AethRepr,
-        sacketh: &[u8],
+        sack: &SackRepr,
     ) -> bool {
+        let psn = sack.cumulative();
         let Some(inv) = s.invs.find(psn).and_then(|i| s.invs.get(i)) else {
             return false;
         };
@@ -251,6 +249,12 @@ impl Translated {
         if !matches!(e.cfg.peer, Peer::Rank(_)) {
             return false;
         }
+        // The SACKETH as it came: `emit` writes back the parsed words
+        // byte for byte ([WIRE-053]).
+        let mut body = [0u8; SACK_HEADER_LEN + 4 * SACK_MAX_WORDS];
+        let Ok(len) = sack.emit(&mut body) else {
+            return false;
+        };
         e.response = None;
         let pkt = Outgoing {
             opcode: Opcode::RcSack,
@@ -263,7 +267,7 @@ impl Translated {
             },
         };
         io.counters.tx_sacks += 1;
-        queue_frame(io, &e.cfg, &pkt, sacketh);
+        queue_frame(io, &e.cfg, &pkt, body.get(..len).unwrap_or(&[]));
         true
     }
 

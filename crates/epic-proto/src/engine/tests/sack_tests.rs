@@ -1,15 +1,17 @@
 //! SACKs at the switch ([WIRE-052]): Mode II reflects an AllReduce rank's
 //! SACK to it unchanged [SR-031]; an SR group's Broadcast merges its
 //! receivers' SACKs toward the root by intersection [WIRE-055] [SR-033]…
-//! [SR-036]; every other case takes a SACK as the ACK of its cumulative
-//! point [SR-030] or the NAK of its first hole [SR-032] (Mode II's other
-//! patterns, Mode III's hops, which run go-back-N).
+//! [SR-036]; an SR group's Reduce forwards its root's SACK to every
+//! sender [SR-037]…[SR-039]; every other case takes a SACK as the ACK of
+//! its cumulative point [SR-030] or the NAK of its first hole [SR-032]
+//! (go-back-N groups, Mode III's hops, which run go-back-N).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+use alloc::vec;
 use alloc::vec::Vec;
 use core::mem::size_of;
 
-use super::test_rig::{block, header, psn, star, Rig, GROUP};
+use super::test_rig::{block, header, psn, star, sum, Rig, GROUP};
 use crate::engine::{EngineDropReason, Mode};
 use crate::psn::Psn;
 use crate::roce::{SrConfig, Transport};
@@ -407,4 +409,220 @@ fn mode2_broadcast_merge_never_claims_what_a_receiver_lacks() {
         }
     }
     assert!(heard > 20, "the merge was reached {heard} times");
+}
+
+// ------------------------------------------------------------------ Reduce
+
+/// A Mode II Reduce to rank 0 of 8 PSNs (101…108) in a group of
+/// `transport`, every rank's echo acknowledged, and senders 1…3 having
+/// sent PSNs 101…`through`, except the `(sender, psn)` pairs of `lost`.
+fn reduce(transport: Transport, through: u32, lost: &[(u16, u32)]) -> Rig {
+    let mut r = started(Mode::Translated, Collective::Reduce);
+    r.eng
+        .context_mut(GroupId(GROUP))
+        .unwrap()
+        .set_transport(transport);
+    for k in 101..=through {
+        for ep in 1..4 {
+            if !lost.contains(&(ep, k)) {
+                r.data(ep, psn(k), &block(ep, k));
+            }
+        }
+    }
+    r.sent();
+    r
+}
+
+/// What one port hears: the SACKs parsed, and the other
+/// acknowledgements as (PSN, syndrome).
+type Heard = (Vec<SackRepr>, Vec<(Psn, Syndrome)>);
+
+/// What each sender (ports 1…3) hears in `out`, by port.
+fn senders_heard(out: &[super::test_rig::Sent]) -> [Heard; 4] {
+    let mut heard: [Heard; 4] = Default::default();
+    for s in out.iter().filter(|s| s.port != 0) {
+        let f = s.parse();
+        let h = &mut heard[usize::from(s.port)];
+        if f.bth.opcode == Opcode::RcSack {
+            h.0.push(f.sack().unwrap());
+        } else if let Some((p, a)) = s.ack() {
+            h.1.push((p, a.syndrome));
+        }
+    }
+    heard
+}
+
+/// The PSNs a SACK reports after its cumulative point.
+fn reported(s: &SackRepr) -> Vec<Psn> {
+    s.ranges()
+        .flat_map(|(a, b)| (0..=b.distance_from(a)).map(move |i| a.add(i)))
+        .collect()
+}
+
+/// [SR-037] [SR-038] An SR Reduce's root (rank 0) holds 101, 103 and 105
+/// but misses the results of 102 and 104: every sender gets one SACK,
+/// cumulative point 101 (in its wire PSNs, toward its QP), reporting 103
+/// and 105, in place of the ACK of 101; no NAK. Each sender then resends
+/// 102 and 104 alone, and the root gets their results again, aggregated
+/// once ([M2-011]).
+#[test]
+fn mode2_sr_reduce_forwards_the_roots_sack_to_every_sender() {
+    let mut r = reduce(sr(), 106, &[]);
+    // Root: cumulative 101, holds 103 and 105 (bits 1 and 3).
+    let f = sack_frame(&r, 0, psn(101), &[0x5000_0000]);
+    r.deliver(0, &f);
+    let out = r.sent();
+    let heard = senders_heard(&out);
+    for (ep, (sacks, acks)) in heard.iter().enumerate().skip(1) {
+        assert!(acks.is_empty(), "the SACK replaces the ACK: {ep} {acks:?}");
+        assert_eq!(sacks.len(), 1, "{ep}: {sacks:?}");
+        assert_eq!(sacks[0].cumulative(), psn(101));
+        assert_eq!(reported(&sacks[0]), [psn(103), psn(105)]);
+    }
+    for s in out.iter().filter(|s| s.port != 0) {
+        let f = s.parse();
+        assert_eq!(
+            f.bth.dest_qp,
+            r.cfg.endpoints[usize::from(s.port)].remote_qpn
+        );
+    }
+    let c = r.eng.counters();
+    assert_eq!((c.rx_sacks, c.tx_sacks, c.sack_forwards), (1, 3, 3));
+    assert_eq!(c.tx_naks, 0);
+    // Every sender resends the holes, and only them. Each resend brings
+    // the complete slot's result out again, whole, never aggregated
+    // again.
+    let aggregated = c.aggregations;
+    for ep in 1..4 {
+        for k in [102, 104] {
+            r.data(ep, psn(k), &block(ep, k));
+        }
+    }
+    let data = r.sent_data();
+    for k in [102, 104] {
+        let want = sum(&[block(1, k), block(2, k), block(3, k)]);
+        let got: Vec<_> = data.iter().filter(|d| d.1 == psn(k)).collect();
+        assert!(!got.is_empty(), "{k}: {data:?}");
+        assert!(got.iter().all(|d| d.0 == 0 && d.2 == want), "{k}: {got:?}");
+    }
+    assert_eq!(r.eng.counters().aggregations, aggregated, "no slot twice");
+}
+
+/// [SR-037] A hole whose slot is incomplete (sender 3's 102 was lost on
+/// its way up) is aggregated again from what every sender resends: the
+/// duplicates of senders 1 and 2 are not added twice, sender 3's
+/// contribution completes the slot, and the root gets the whole sum.
+#[test]
+fn mode2_sr_reduce_hole_is_aggregated_from_every_sender() {
+    let mut r = reduce(sr(), 104, &[(3, 102)]);
+    // The root got 101, 103 and 104; 102 never completed.
+    let f = sack_frame(&r, 0, psn(101), &[0x6000_0000]);
+    r.deliver(0, &f);
+    let heard = senders_heard(&r.sent());
+    for (sacks, _) in heard.iter().skip(1) {
+        assert_eq!(reported(&sacks[0]), [psn(103), psn(104)]);
+    }
+    for ep in 1..4 {
+        r.data(ep, psn(102), &block(ep, 102));
+    }
+    let data = r.sent_data();
+    let want = sum(&[block(1, 102), block(2, 102), block(3, 102)]);
+    assert_eq!(data, [(0, psn(102), want)], "one result, aggregated once");
+    assert_eq!(r.drops(EngineDropReason::Duplicate), 2, "senders 1 and 2");
+}
+
+/// [SR-038] A sender hears only PSNs it sent ([M2-035]) and none after
+/// the invocation's last data PSN (108): sender 3 sent 101…103 alone, so
+/// the root's report of 105 and 110 reaches it as 103 alone, the other
+/// senders as 103 and 105.
+#[test]
+fn mode2_sr_reduce_forwarded_sack_is_clipped_per_sender() {
+    let mut r = reduce(sr(), 103, &[]);
+    for k in 104..=106 {
+        for ep in 1..3 {
+            r.data(ep, psn(k), &block(ep, k));
+        }
+    }
+    r.sent();
+    // Root: cumulative 101, holds 103, 105 and 110 (bits 1, 3, 8).
+    let f = sack_frame(&r, 0, psn(101), &[0x5080_0000]);
+    r.deliver(0, &f);
+    let heard = senders_heard(&r.sent());
+    for (ep, (sacks, _)) in heard.iter().enumerate().skip(1) {
+        let want = if ep == 3 {
+            vec![psn(103)]
+        } else {
+            vec![psn(103), psn(105)]
+        };
+        assert_eq!(reported(&sacks[0]), want, "{ep}");
+    }
+}
+
+/// [SR-038] A sender that has not acknowledged the control echo gets no
+/// data acknowledgement, so no SACK either ([M2-034]: the ACK of the
+/// cumulative point is held for it); the others get the SACK.
+#[test]
+fn mode2_sr_reduce_sack_waits_for_the_senders_echo_ack() {
+    let mut r = Rig::new(star(4, Mode::Translated, 16), None);
+    let c = psn(100);
+    let ctx = r.eng.context_mut(GroupId(GROUP)).unwrap();
+    ctx.set_start_psn(c);
+    ctx.set_transport(sr());
+    let h = header(1, Collective::Reduce, 0, c, 8);
+    for ep in 0..4 {
+        r.control(ep, c, &h);
+    }
+    r.sent();
+    for ep in 0..3 {
+        r.ack(ep, c);
+    }
+    for k in 101..=104 {
+        for ep in 1..4 {
+            r.data(ep, psn(k), &block(ep, k));
+        }
+    }
+    r.sent();
+    let f = sack_frame(&r, 0, psn(101), &[0x4000_0000]);
+    r.deliver(0, &f);
+    let heard = senders_heard(&r.sent());
+    assert_eq!(heard[1].0.len(), 1);
+    assert_eq!(heard[2].0.len(), 1);
+    assert!(
+        heard[3].0.is_empty() && heard[3].1.is_empty(),
+        "{:?}",
+        heard[3]
+    );
+    assert_eq!(r.eng.counters().sack_forwards, 2);
+    // Its echo ACK brings the held acknowledgement of 101 with it.
+    r.ack(3, c);
+    let heard = senders_heard(&r.sent());
+    assert_eq!(heard[3].1, [(psn(101), Syndrome::ACK)]);
+}
+
+/// [SR-039] [SR-032] A go-back-N group's Reduce keeps the NAK of the
+/// first hole (its senders act on no SACK, [RC-035]). In an SR group, a
+/// SACK that reports nothing after its cumulative point inside the
+/// invocation is the ACK of that point (the NAK of the next PSN would
+/// name the next invocation's control).
+#[test]
+fn mode2_reduce_sack_is_a_nak_without_the_sr_profile() {
+    let mut r = reduce(Transport::Gbn, 106, &[]);
+    let f = sack_frame(&r, 0, psn(101), &[0x5000_0000]);
+    r.deliver(0, &f);
+    let heard = senders_heard(&r.sent());
+    for (sacks, acks) in heard.iter().skip(1) {
+        assert!(sacks.is_empty(), "{sacks:?}");
+        assert_eq!(acks, &[(psn(102), Syndrome::NAK_SEQ)]);
+    }
+    assert_eq!(r.eng.counters().tx_sacks, 0);
+    // SR, but the root reports only PSNs of the next invocation (110).
+    let mut r = reduce(sr(), 108, &[]);
+    let f = sack_frame(&r, 0, psn(108), &[0x4000_0000]);
+    r.deliver(0, &f);
+    let heard = senders_heard(&r.sent());
+    for (sacks, acks) in heard.iter().skip(1) {
+        assert!(sacks.is_empty(), "{sacks:?}");
+        assert_eq!(acks, &[(psn(108), Syndrome::ACK)]);
+    }
+    assert_eq!(r.eng.counters().tx_sacks, 0);
 }
