@@ -22,6 +22,10 @@ use crate::args::{
     OpArg, QpsArg, TransportArg,
 };
 
+/// W without --window: the floor of the bandwidth-delay rule in Modes II
+/// and III, and Mode I's message buffers per edge.
+const DEFAULT_WINDOW: u32 = 8;
+
 /// `epic sim`'s subcommands; without one it runs the packet simulator.
 #[derive(Debug, clap::Subcommand)]
 enum SimCommand {
@@ -110,9 +114,12 @@ pub(crate) struct SimArgs {
     /// message in flight until its result is back, so it keeps the larger
     /// of W and the messages that cover the result's round trip over the
     /// tree (11 on tree-4-2 with the defaults); the table header and the
-    /// JSON `host_window` give the window used.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    window: u32,
+    /// JSON `host_window` give the window used. Without --window, W is 8
+    /// in Mode I and, in Modes II and III, the larger of 8 and the window
+    /// that covers the acknowledgement loop's bandwidth-delay product at
+    /// --link-gbps and --latency-us (SPEC [CC-120]).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    window: Option<u32>,
     /// Every rank's window in messages, in every mode, instead of the rule
     /// under --window.
     #[arg(long, value_name = "W", value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -242,8 +249,9 @@ fn config(args: &SimArgs) -> Result<ExperimentConfig, HostModeRefused> {
         op: args.op.wire(),
         root: args.root,
         mtu: args.mtu.mtu(),
-        window: args.window,
+        window: args.window.unwrap_or(DEFAULT_WINDOW),
         host_window: args.host_window,
+        window_from_bdp: args.window.is_none(),
         message_packets: args.message_packets,
         host_timeout: args.host_timeout,
         switch_timeout_us: args.switch_timeout_us,

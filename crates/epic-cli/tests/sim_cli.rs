@@ -195,8 +195,11 @@ fn table_format_has_a_header_and_one_line_per_point() {
     assert!(lines[3].contains("Gbit/s"), "{text}");
 }
 
-/// [HOST-017] Mode I ranks on Tree-4-2 keep 11 messages, not W = 8; the
-/// table header and the JSON say so, and `--host-window` overrides it.
+/// [HOST-017] [CC-120] Mode I ranks on Tree-4-2 keep 11 messages, not
+/// W = 8, and without --window Modes II and III keep the window of their
+/// acknowledgement loop's bandwidth-delay product (80 and 20 messages at
+/// 100 Gbit/s, 1 µs); the table header and the JSON say so, and
+/// `--host-window` overrides it.
 #[test]
 fn mode1_rank_window_is_reported() {
     let args = ["--topology", "tree-4-2", "--sizes", "16K"];
@@ -210,7 +213,7 @@ fn mode1_rank_window_is_reported() {
             )
         })
         .collect();
-    assert_eq!(windows, [(1, 11), (2, 8), (3, 8)]);
+    assert_eq!(windows, [(1, 11), (2, 80), (3, 20)]);
     assert!(rows.iter().all(|r| r["setup"]["window"] == 8));
     let set = [
         &args[..],
@@ -224,9 +227,16 @@ fn mode1_rank_window_is_reported() {
         text.lines()
             .next()
             .unwrap()
-            .contains("W=8 (rank window mode 1: 11)"),
+            .contains("W=8 (rank window mode 1: 11, mode 2: 80, mode 3: 20)"),
         "{text}"
     );
+    // A configured W is what runs.
+    let fixed = [&args[..], &["--window", "8", "--format", "json"]].concat();
+    let w: Vec<u64> = json_rows(&epic_sim(&fixed))
+        .iter()
+        .map(|r| r["host_window"].as_u64().unwrap())
+        .collect();
+    assert_eq!(w, [11, 8, 8]);
 }
 
 #[test]

@@ -106,6 +106,10 @@ pub struct ExperimentConfig {
     pub window: u32,
     /// Every rank's window in every mode, instead of the rule under W.
     pub host_window: Option<u32>,
+    /// Modes II and III: W grows to the acknowledgement loop's
+    /// bandwidth-delay product ([`ClusterConfig::window_from_bdp`]).
+    /// [CC-120]
+    pub window_from_bdp: bool,
     /// M: packets per message.
     pub message_packets: u32,
     /// Host QP local ACK timeout exponent t: 4.096 µs · 2^t.
@@ -268,6 +272,9 @@ impl ExperimentConfig {
         cfg.mtu = self.mtu;
         cfg.window = self.window;
         cfg.host_window = self.host_window;
+        cfg.window_from_bdp = self.window_from_bdp;
+        // The experiment knows its links. [CC-123]
+        cfg.rto_from_path = true;
         cfg.message_packets = self.message_packets;
         cfg.host_timeout = self.host_timeout;
         cfg.switch_timeout = Duration::from_micros(self.switch_timeout_us);

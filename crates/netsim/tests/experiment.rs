@@ -31,6 +31,7 @@ fn config() -> ExperimentConfig {
         mtu: Mtu::Mtu4096,
         window: 8,
         host_window: None,
+        window_from_bdp: false,
         message_packets: 4,
         host_timeout: 6,
         switch_timeout_us: 100,

@@ -141,6 +141,9 @@ pub struct RttCounters {
     pub backoffs_at_cap: u64,
     /// Clean samples that ended a backoff.
     pub backoff_resets: u64,
+    /// Backoffs ended by the owner's report of progress rather than by a
+    /// clean sample. [CC-007]
+    pub backoff_ends_on_progress: u64,
 }
 
 /// SRTT and RTTVAR, scaled by their gains' denominators.
@@ -226,6 +229,18 @@ impl RttEstimator {
             self.counters.backoffs += 1;
         }
         self.backoff = (self.backoff + 1).min(MAX_BACKOFF_EXPONENT);
+    }
+
+    /// The sender saw the path deliver data it had not known delivered
+    /// (progress) since the last expiry: the backoff ends, the timeout is
+    /// the base timeout again. Unlike a clean sample it leaves SRTT and
+    /// RTTVAR alone. Does nothing (and counts nothing) without a backoff.
+    /// [CC-007]
+    pub fn end_backoff(&mut self) {
+        if self.backoff > 0 {
+            self.backoff = 0;
+            self.counters.backoff_ends_on_progress += 1;
+        }
     }
 
     /// SRTT, once a clean sample was taken.

@@ -98,6 +98,27 @@ fn backoff_doubles_and_a_clean_sample_resets_it() {
     assert_eq!((c.backoffs, c.backoff_resets, c.samples), (2, 1, 2));
 }
 
+/// [CC-007] [CC-009] Ending the backoff on progress restores the base
+/// timeout and leaves SRTT and RTTVAR alone; without a backoff it does
+/// nothing.
+#[test]
+fn progress_ends_the_backoff() {
+    let mut e = RttEstimator::default();
+    e.on_sample(us(10), SampleKind::Clean);
+    let (srtt, var) = (e.srtt(), e.rttvar());
+    e.end_backoff();
+    assert_eq!(e.counters().backoff_ends_on_progress, 0);
+    e.on_timeout();
+    e.on_timeout();
+    assert_eq!(e.rto(), us(200));
+    e.end_backoff();
+    assert_eq!(e.backoff_exponent(), 0);
+    assert_eq!(e.rto(), us(50));
+    assert_eq!((e.srtt(), e.rttvar()), (srtt, var));
+    let c = e.counters();
+    assert_eq!((c.backoff_ends_on_progress, c.backoff_resets), (1, 0));
+}
+
 /// [CC-004] [CC-009] The backoff stops at the cap, and counts timeouts there apart.
 #[test]
 fn backoff_is_capped() {

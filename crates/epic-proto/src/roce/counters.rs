@@ -134,6 +134,12 @@ pub struct Counters {
     /// SR: round-trip samples skipped by Karn's rule (the newest packet
     /// acknowledged had been resent). [SR-016]
     pub rtt_ambiguous: u64,
+    /// SR: PSNs marked for a resend by a retransmission timeout, U
+    /// included (each expiry resends every hole it knows of). [SR-020]
+    pub timeout_resends: u64,
+    /// SR: timeout backoffs ended by progress rather than by a clean
+    /// round-trip sample. [SR-022] [CC-007]
+    pub backoff_ends: u64,
     /// DCQCN: requests that arrived marked CE (ECN = 11). [CC-113]
     pub rx_ce_marked: u64,
     /// DCQCN: CNPs sent to the peer's requester. [CC-113]

@@ -503,15 +503,19 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         for timer in self.timers.expire(now).into_iter().flatten() {
             match timer {
                 Timer::Retransmit => {
-                    if let requester::Verdict::Fatal(status) = self
-                        .req
-                        .handle_retransmit_timeout(&mut self.counters, &mut self.timers)
-                    {
+                    if let requester::Verdict::Fatal(status) = self.req.handle_retransmit_timeout(
+                        now,
+                        &mut self.counters,
+                        &mut self.timers,
+                    ) {
                         self.enter_error(Some(status), None);
                     }
                 }
                 Timer::RnrWait => self.req.handle_rnr_timeout(&mut self.counters),
-                Timer::Probe => self.req.handle_probe_timeout(&mut self.counters),
+                Timer::Probe => {
+                    self.req
+                        .handle_probe_timeout(now, &mut self.counters, &mut self.timers)
+                }
             }
         }
     }

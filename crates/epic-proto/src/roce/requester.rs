@@ -401,7 +401,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
         };
         if self.sr.is_some() {
             let progress = self.acknowledged(unacked, now, counters);
-            self.rearm_sr(now, progress, timers);
+            self.rearm_sr(now, progress, timers, counters);
         } else {
             self.rearm(cfg, now, timers);
         }
@@ -411,6 +411,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
     /// The local ACK timeout fired. [RC-040] [RC-041]
     pub(crate) fn handle_retransmit_timeout(
         &mut self,
+        now: Instant,
         counters: &mut Counters,
         timers: &mut Timers,
     ) -> Verdict {
@@ -419,7 +420,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
         }
         counters.timeouts += 1;
         if self.sr.is_some() {
-            return self.retransmit_timeout_sr(timers);
+            return self.retransmit_timeout_sr(now, timers, counters);
         }
         self.retry(counters)
     }

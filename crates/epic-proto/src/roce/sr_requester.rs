@@ -13,13 +13,24 @@
 //! SACK that merely repeats the hole: only by one that reports a packet
 //! sent after the resend, which proves the resend lost too.
 //!
+//! # Round-trip samples
+//! Every acknowledgement that makes progress gives one sample: the latest
+//! transmission among the PSNs it newly acknowledges or newly reports
+//! *that was sent once* ([SR-021]). Taking it from SACK-reported PSNs and
+//! skipping only the resent ones (rather than giving up when the newest
+//! PSN covered is a resend) keeps samples coming while holes are being
+//! filled, which is when the timeout matters.
+//!
 //! # Timeouts
 //! The retransmission timer is armed at `rto_deadline` on the first send
 //! with nothing armed and re-armed on every acknowledgement that makes
-//! progress; its expiry backs the estimator off ([CC-004]) and resends the
-//! oldest unacknowledged PSN only. The probe timer is armed at
-//! `pto_deadline` after every new packet and on progress; its expiry
-//! resends the newest PSN not known to have arrived ([CC-006]).
+//! progress; its expiry backs the estimator off ([CC-004]) and resends
+//! every hole the requester knows of: U and each PSN in flight that no
+//! SACK reports and that was last sent at least one SRTT before ([SR-020]).
+//! Progress ends the backoff ([SR-022], [CC-007]), so one unlucky chain of
+//! expiries does not leave every later timeout doubled. The probe timer
+//! is armed at `pto_deadline` after every new packet and on progress; its
+//! expiry resends the newest PSN not known to have arrived ([CC-006]).
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -77,6 +88,9 @@ pub(crate) struct SrSender {
     rack_seq: u64,
     /// Records with `lost` set.
     lost: u32,
+    /// Probes sent since the last progress or timeout: the next probe
+    /// waits PTO · 2^this. [SR-023]
+    probes_in_spell: u32,
 }
 
 impl SrSender {
@@ -91,6 +105,7 @@ impl SrSender {
             tx_seq: 0,
             rack_seq: 0,
             lost: 0,
+            probes_in_spell: 0,
         }
     }
 
@@ -142,19 +157,23 @@ impl SrSender {
     }
 
     /// Takes the round-trip sample of the latest transmission among the
-    /// newly acknowledged ones, ambiguous if that PSN was ever resent.
-    /// [SR-016] [CC-003]
-    fn sample(&mut self, newest: Option<Sent>, now: Instant, counters: &mut Counters) {
-        let Some(r) = newest else { return };
+    /// newly acknowledged ones that was sent once; ambiguous only when
+    /// every one of them had been resent. [SR-016] [SR-021] [CC-003]
+    fn sample(&mut self, newly: Newly, now: Instant, counters: &mut Counters) {
+        let Some(r) = newly.newest else { return };
         self.rack_seq = self.rack_seq.max(r.seq);
-        let kind = if r.resent {
-            counters.rtt_ambiguous += 1;
-            SampleKind::Ambiguous
-        } else {
-            counters.rtt_samples += 1;
-            SampleKind::Clean
-        };
-        self.rtt.on_sample(now.saturating_since(r.at), kind);
+        match newly.clean {
+            Some(c) => {
+                counters.rtt_samples += 1;
+                self.rtt
+                    .on_sample(now.saturating_since(c.at), SampleKind::Clean);
+            }
+            None => {
+                counters.rtt_ambiguous += 1;
+                self.rtt
+                    .on_sample(now.saturating_since(r.at), SampleKind::Ambiguous);
+            }
+        }
     }
 
     /// Forgets every PSN in flight (a resync of a quiescent QP).
@@ -168,6 +187,24 @@ fn later(a: Option<Sent>, b: Sent) -> Option<Sent> {
     match a {
         Some(a) if a.seq >= b.seq => Some(a),
         _ => Some(b),
+    }
+}
+
+/// The PSNs one acknowledgement newly covers: the latest transmission
+/// among them (for RACK), and the latest among those sent once (for the
+/// round-trip sample). [SR-021]
+#[derive(Debug, Clone, Copy, Default)]
+struct Newly {
+    newest: Option<Sent>,
+    clean: Option<Sent>,
+}
+
+impl Newly {
+    fn add(&mut self, r: Sent) {
+        self.newest = later(self.newest, r);
+        if !r.resent {
+            self.clean = later(self.clean, r);
+        }
     }
 }
 
@@ -261,36 +298,52 @@ impl<B: AsRef<[u8]>> Requester<B> {
         now: Instant,
         counters: &mut Counters,
     ) -> bool {
-        let newest = self.newly_acknowledged(unacked);
+        let newly = self.newly_acknowledged(unacked);
         if let Some(sr) = self.sr.as_mut() {
-            sr.sample(newest, now, counters);
+            sr.sample(newly, now, counters);
         }
         self.comp_psn() != unacked
     }
 
-    /// The latest transmission among the PSNs from `unacked` up to U that
-    /// no SACK had reported; clears their marks.
-    fn newly_acknowledged(&mut self, unacked: Psn) -> Option<Sent> {
+    /// The transmissions among the PSNs from `unacked` up to U that no
+    /// SACK had reported; clears their marks.
+    fn newly_acknowledged(&mut self, unacked: Psn) -> Newly {
         let n = self.comp_psn().distance_from(unacked);
-        let sr = self.sr.as_mut()?;
-        let mut newest = None;
+        let mut newly = Newly::default();
+        let Some(sr) = self.sr.as_mut() else {
+            return newly;
+        };
         for i in 0..n {
             let p = unacked.add(i);
             sr.clear_lost(p);
             if let Some(r) = sr.record(p) {
                 if !r.sacked && r.seq != 0 {
-                    newest = later(newest, *r);
+                    newly.add(*r);
                 }
             }
         }
-        newest
+        newly
     }
 
-    /// Re-arms both timers on progress; stops them once nothing is in
-    /// flight. [SR-016] [SR-017]
-    pub(super) fn rearm_sr(&self, now: Instant, progress: bool, timers: &mut Timers) {
-        let Some(sr) = self.sr.as_ref() else { return };
-        if !self.psns_outstanding() || self.rnr_wait {
+    /// Ends any backoff on progress ([SR-022]); re-arms both timers on
+    /// progress; stops them once nothing is in flight. [SR-016] [SR-017]
+    pub(super) fn rearm_sr(
+        &mut self,
+        now: Instant,
+        progress: bool,
+        timers: &mut Timers,
+        counters: &mut Counters,
+    ) {
+        let idle = !self.psns_outstanding() || self.rnr_wait;
+        let Some(sr) = self.sr.as_mut() else { return };
+        if progress {
+            sr.probes_in_spell = 0;
+            if sr.rtt.backoff_exponent() > 0 {
+                sr.rtt.end_backoff();
+                counters.backoff_ends += 1;
+            }
+        }
+        if idle {
             timers.stop(Timer::Retransmit);
             timers.stop(Timer::Probe);
         } else if progress {
@@ -300,12 +353,24 @@ impl<B: AsRef<[u8]>> Requester<B> {
     }
 
     /// The retransmission timer fired with PSNs in flight: back off, spend
-    /// a retry, resend the oldest unacknowledged PSN. [SR-018]
-    pub(super) fn retransmit_timeout_sr(&mut self, timers: &mut Timers) -> Verdict {
+    /// a retry, resend U and every other hole it knows of: each PSN in
+    /// flight that no SACK reports received and that was last sent at
+    /// least one SRTT ago (all of them before any sample). [SR-018]
+    /// [SR-020]
+    pub(super) fn retransmit_timeout_sr(
+        &mut self,
+        now: Instant,
+        timers: &mut Timers,
+        counters: &mut Counters,
+    ) -> Verdict {
         let u = self.comp_psn();
+        let n = self.sent_psn().distance_from(u);
         let Some(sr) = self.sr.as_mut() else {
             return Verdict::Continue;
         };
+        // The age a PSN's last transmission must have to count as lost:
+        // one SRTT, read before the backoff (which leaves SRTT alone).
+        let age = sr.rtt.srtt().unwrap_or(crate::time::Duration::ZERO);
         sr.rtt.on_timeout();
         if self.retry_left == 0 {
             return Verdict::Fatal(WcStatus::RetryExceeded);
@@ -313,16 +378,53 @@ impl<B: AsRef<[u8]>> Requester<B> {
         if self.retry_left != INFINITE_RETRY {
             self.retry_left -= 1;
         }
-        timers.stop(Timer::Probe);
+        // The probes start again from PTO after the resends. [SR-023]
+        sr.probes_in_spell = 0;
+        timers.set(Timer::Probe, sr.rtt.pto_deadline(now));
+        if !sr.record(u).is_some_and(|r| r.lost) {
+            counters.timeout_resends += 1;
+        }
         sr.force_lost(u);
+        for i in 1..n {
+            let p = u.add(i);
+            let due = sr
+                .record(p)
+                .is_some_and(|r| !r.sacked && !r.lost && now.saturating_since(r.at) >= age);
+            if due && sr.set_lost(p) {
+                counters.timeout_resends += 1;
+            }
+        }
         Verdict::Continue
     }
 
     /// The probe timer fired: resend the newest PSN in flight that no SACK
-    /// reported, with AckReq. [SR-017]
-    pub(crate) fn handle_probe_timeout(&mut self, counters: &mut Counters) {
+    /// reported, with AckReq, and arm the next probe at twice the last
+    /// interval if it comes before the retransmission timer. [SR-017]
+    /// [SR-023]
+    pub(crate) fn handle_probe_timeout(
+        &mut self,
+        now: Instant,
+        counters: &mut Counters,
+        timers: &mut Timers,
+    ) {
         if !self.psns_outstanding() || self.rnr_wait {
             return;
+        }
+        if timers.get(Timer::Probe).is_some() {
+            // Re-armed by a timeout handled at the same instant.
+            return;
+        }
+        if let Some(sr) = self.sr.as_mut() {
+            sr.probes_in_spell = sr.probes_in_spell.saturating_add(1);
+            let pto = sr.rtt.pto().as_nanos();
+            let next = pto
+                .checked_shl(sr.probes_in_spell)
+                .filter(|d| d >> sr.probes_in_spell == pto)
+                .map(|d| now + crate::time::Duration::from_nanos(d));
+            match (next, timers.get(Timer::Retransmit)) {
+                (Some(at), Some(rto_at)) if at < rto_at => timers.set(Timer::Probe, at),
+                _ => {}
+            }
         }
         let n = self.sent_psn().distance_from(self.comp_psn());
         let first = self.comp_psn();
@@ -381,7 +483,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
             self.complete_through(cfg, c, Through::Inclusive, counters, cq);
             self.advance_comp(c.next());
         }
-        let mut newest = self.newly_acknowledged(unacked);
+        let mut newly = self.newly_acknowledged(unacked);
         let u = self.comp_psn();
         let last_sent = self.sent_psn().sub(1);
         let after = self.sent_psn().distance_from(u);
@@ -399,11 +501,11 @@ impl<B: AsRef<[u8]>> Requester<B> {
                 if !r.sacked && r.seq != 0 {
                     r.sacked = true;
                     news = true;
-                    newest = later(newest, *r);
+                    newly.add(*r);
                 }
             }
         }
-        sr.sample(newest, now, counters);
+        sr.sample(newly, now, counters);
         let rack = sr.rack_seq;
         for h in Resend::new(sack, last_sent).holes() {
             // A SACK states what the responder holds now: a PSN an earlier
@@ -420,7 +522,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
         if progress {
             self.reset_retries(cfg);
         }
-        self.rearm_sr(now, progress, timers);
+        self.rearm_sr(now, progress, timers, counters);
         Verdict::Continue
     }
 

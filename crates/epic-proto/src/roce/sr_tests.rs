@@ -397,35 +397,171 @@ fn karn_rule_skips_resent_packets() {
     assert_eq!(p.a.rtt().unwrap().srtt(), Some(Duration::from_micros(5)));
 }
 
-/// [SR-018] [CC-004]: when the probe is lost too, the retransmission
-/// timeout backs off and resends the oldest unacknowledged PSN only.
+/// [SR-018] [SR-020] [CC-004]: when the probe is lost too, the
+/// retransmission timeout backs off and resends every hole it knows of:
+/// U and each PSN in flight no SACK reported, at once.
 #[test]
-fn timeout_resends_the_oldest_only() {
+fn timeout_resends_every_hole() {
     let mut p = sr_pair();
     warm_up(&mut p, Duration::from_micros(8));
     send(&mut p, 1, 700); // PSNs 1, 2, 3, all lost
     assert_eq!(p.a_to_b().len(), 3);
+    // Probes at 16 and 16 + 32 µs, both lost; the timeout at 50 µs.
     assert!(p.fire_next_timer());
-    assert_eq!(psns(&p.a_to_b()), [3], "the probe, lost");
+    assert_eq!(psns(&p.a_to_b()), [3], "the first probe, lost");
+    assert!(p.fire_next_timer());
+    assert_eq!(psns(&p.a_to_b()), [3], "the second probe, lost");
     assert!(p.fire_next_timer());
     let c = p.a.counters();
-    assert_eq!((c.probes, c.timeouts), (1, 1));
+    assert_eq!(
+        (c.probes, c.timeouts, c.timeout_resends),
+        (2, 1, 2),
+        "3 was probed 2 µs ago (< SRTT): not yet lost"
+    );
+    assert_eq!(p.a.rtt().unwrap().backoff_exponent(), 1);
+    let resent = p.a_to_b();
+    assert_eq!(psns(&resent), [1, 2], "every hole, in PSN order");
+    assert!(resent.iter().all(|f| f.ack_req));
+    p.deliver_to_b(&resent);
+    let ack = p.b_to_a();
+    assert_eq!(psns(&ack), [2], "one ACK for both");
+    p.deliver_to_a(&ack);
+    assert_eq!(p.b.counters().rx_executed, 3);
+    // 3 comes from the next probe.
+    assert!(p.fire_next_timer());
+    p.settle();
+    assert_eq!(p.b.counters().rx_executed, 4);
+    assert_eq!(p.a.counters().timeouts, 1, "recovered in one expiry");
+}
+
+/// [SR-020]: a timeout does not resend what a SACK reported received,
+/// nor a PSN sent less than one SRTT before it.
+#[test]
+fn timeout_skips_what_arrived_and_what_is_young() {
+    let mut p = sr_pair();
+    warm_up(&mut p, Duration::from_micros(8));
+    send(&mut p, 1, 1000); // PSNs 1..=4
+    let sent = p.a_to_b();
+    p.deliver_to_b(&sent[2..3]); // only 3 arrives
+    let sack = p.b_to_a();
+    assert_eq!(sack[0].opcode, Opcode::RcSack);
+    p.deliver_to_a(&sack); // progress: 3 reported
+                           // 1 and 2 were sent before 3, which arrived: resent at once (RACK).
+    assert_eq!(psns(&p.a_to_b()), [1, 2]);
+    // A new message goes out just before the timeout; it is too young to
+    // count as lost.
+    let rto = p.a.rtt().unwrap().rto();
+    p.now += Duration::from_nanos(rto.as_nanos() - 1_000);
+    send(&mut p, 2, 10); // PSN 5
+    assert_eq!(psns(&p.a_to_b()), [5]);
+    p.now += Duration::from_micros(1);
+    p.a.handle_timeout(p.now);
+    assert_eq!(p.a.counters().timeouts, 1);
+    assert_eq!(
+        psns(&p.a_to_b()),
+        [1, 2, 4],
+        "U, the resent hole and 4; not 3 (reported) nor 5 (1 µs old)"
+    );
+    assert_eq!(p.a.counters().timeout_resends, 3);
+}
+
+/// [SR-021] [SR-016] [CC-003]: an acknowledgement whose newest
+/// transmission is a resend still gives a clean sample, from the newest
+/// PSN it covers that was sent once.
+#[test]
+fn samples_come_from_packets_sent_once() {
+    let mut p = sr_pair();
+    warm_up(&mut p, Duration::from_micros(8));
+    send(&mut p, 1, 1000); // PSNs 1..=4
+    let t0 = p.now;
+    let sent = p.a_to_b();
+    p.now += Duration::from_micros(4);
+    p.deliver_to_b(&sent[1..3]); // 2, 3 arrive; 1 lost; 4 delayed
+    let sack = p.b_to_a();
+    p.deliver_to_a(&sack);
+    assert_eq!(p.a.counters().rtt_samples, 2, "warm-up and the SACK of 3");
+    let resent = p.a_to_b();
+    assert_eq!(psns(&resent), [1]);
+    p.now = t0 + Duration::from_micros(12);
+    p.deliver_to_b(&sent[3..]); // 4, late
+    p.deliver_to_b(&resent);
+    let ack = p.b_to_a();
+    assert_eq!(ack.last().unwrap().opcode, Opcode::RcAcknowledge);
+    let before = p.a.rtt().unwrap().counters().samples;
+    p.deliver_to_a(&ack[ack.len() - 1..]);
+    let c = p.a.counters();
+    assert_eq!(
+        (c.rtt_samples, c.rtt_ambiguous),
+        (3, 0),
+        "the ACK's newest send is 1's resend; 4 was sent once and gives the sample"
+    );
+    assert_eq!(p.a.rtt().unwrap().counters().samples, before + 1);
+}
+
+/// [SR-023] [SR-017]: while nothing makes progress the probe repeats at
+/// doubling intervals (PTO, 2·PTO, …) as long as it comes before the
+/// retransmission timer; after a timeout the probes start again from PTO;
+/// progress stops them.
+#[test]
+fn probes_repeat_at_doubling_intervals() {
+    let mut p = sr_pair();
+    warm_up(&mut p, Duration::from_micros(8));
+    let t0 = p.now;
+    send(&mut p, 1, 10); // PSN 1, lost again and again
+    assert_eq!(p.a_to_b().len(), 1);
+    let mut at = Vec::new();
+    let mut out = Vec::new();
+    while p.a.counters().timeouts < 2 {
+        assert!(p.fire_next_timer());
+        out = p.a_to_b();
+        assert_eq!(psns(&out), [1]);
+        at.push(((p.now - t0).as_nanos() / 1000, p.a.counters().timeouts));
+    }
+    // PTO 16 µs; the timeout at 50 µs, then 100 µs later (backed off).
+    assert_eq!(
+        at,
+        [(16, 0), (48, 0), (50, 1), (66, 1), (98, 1), (150, 2)],
+        "(µs since the send, timeouts so far)"
+    );
+    assert_eq!(p.a.counters().probes, 4);
+    p.deliver_to_b(&out);
+    p.settle();
+    assert_eq!(
+        p.a.poll_timeout(),
+        None,
+        "progress: nothing in flight, no probe"
+    );
+}
+
+/// [SR-022] [CC-007]: progress ends a backoff even when the
+/// acknowledgement gives no clean sample (everything it covers was
+/// resent), so the next timeout is the base timeout again.
+#[test]
+fn progress_ends_the_backoff() {
+    let mut p = sr_pair();
+    warm_up(&mut p, Duration::from_micros(8));
+    let base = p.a.rtt().unwrap().rto();
+    send(&mut p, 1, 10); // PSN 1, lost
+    assert_eq!(p.a_to_b().len(), 1);
+    while p.a.counters().timeouts == 0 {
+        assert!(p.fire_next_timer()); // probes, lost
+        if p.a.counters().timeouts == 0 {
+            p.a_to_b();
+        }
+    }
     assert_eq!(p.a.rtt().unwrap().backoff_exponent(), 1);
     let resent = p.a_to_b();
     assert_eq!(psns(&resent), [1]);
     p.deliver_to_b(&resent);
-    let sack = p.b_to_a();
-    assert_eq!(psns(&sack), [1], "ACK of 1: no gap at the responder");
-    p.deliver_to_a(&sack);
-    // 2 and 3 were never reported missing: the next probe finds them.
-    for _ in 0..20 {
-        p.settle();
-        if p.a.unacked_psn().value() == 4 {
-            break;
-        }
-        assert!(p.fire_next_timer());
-    }
-    assert_eq!(p.b.counters().rx_executed, 4);
+    let ack = p.b_to_a();
+    p.deliver_to_a(&ack);
+    let c = p.a.counters();
+    assert_eq!(c.rtt_ambiguous, 1, "1 was resent: no clean sample");
+    assert_eq!(c.backoff_ends, 1);
+    let rtt = p.a.rtt().unwrap();
+    assert_eq!(rtt.backoff_exponent(), 0);
+    assert_eq!(rtt.rto(), base);
+    assert_eq!(rtt.counters().backoff_ends_on_progress, 1);
 }
 
 /// [SR-015] [RC-035]: a GBN QP still drops a SACK; an SR QP drops a SACK

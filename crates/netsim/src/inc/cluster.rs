@@ -73,6 +73,16 @@ pub struct ClusterConfig {
     /// answer CE themselves; marking is per link
     /// (`Sim::set_link_ecn`, [CC-100]).
     pub cc: Option<CcConfig>,
+    /// Modes II and III: W grows to cover the acknowledgement loop's
+    /// bandwidth-delay product at `link`'s rate and latency (see
+    /// [`ClusterConfig::effective_window`]), for the ranks and the
+    /// switches' pipes together. Off by default, so a configured W is
+    /// what runs. [CC-120]
+    pub window_from_bdp: bool,
+    /// SR ranks: the estimator's initial timeout from the path
+    /// ([`ClusterConfig::path_initial_rto`]) instead of the 1 ms default
+    /// for an unknown path. Off by default. [CC-123]
+    pub rto_from_path: bool,
 }
 
 impl ClusterConfig {
@@ -99,7 +109,75 @@ impl ClusterConfig {
             per_pattern: false,
             transport: Transport::Gbn,
             cc: None,
+            window_from_bdp: false,
+            rto_from_path: false,
         }
+    }
+
+    /// The longest a rank's first packet can take to be acknowledged on
+    /// this path: the acknowledgement loop of [`ack_loop`](Self::ack_loop)
+    /// with every crossing's egress FIFO full (`link.queue_frames` frames of
+    /// MTU plus 64 header bytes ahead of it), within the estimator's floor
+    /// and cap. A rank has no sample before its first acknowledgement, so
+    /// its first timeouts run on this; RFC 6298's unknown-path value (1 ms
+    /// in Table 17-1) costs a millisecond per lost control message.
+    /// [CC-123]
+    pub fn path_initial_rto(&self, rtt: &epic_proto::cc::RttConfig) -> Duration {
+        let l = self.ack_loop();
+        let n = u128::from(l.links.max(1));
+        let b = u128::from(l.bits_per_second.max(1));
+        let frame_bits = 8 * (u128::from(l.max_payload) + 64);
+        let queued = n.saturating_mul(self.link.queue_frames as u128 + 1);
+        let bits = queued
+            .saturating_add(u128::from(l.message_packets))
+            .saturating_mul(frame_bits);
+        let ns = n
+            .saturating_mul(u128::from(l.link_latency.as_nanos()))
+            .saturating_add(bits.saturating_mul(1_000_000_000) / b);
+        let d = Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX));
+        d.max(rtt.min_rto).min(rtt.max_rto)
+    }
+
+    /// W as it runs: `window`, or in Modes II and III with
+    /// `window_from_bdp` the larger of `window` and [`ack_window`] of the
+    /// loop that acknowledges a rank's data. Both the ranks' window and the
+    /// switches' pipe slots ([M2-010]: 2·(M·W + 1)) follow it, so a rank
+    /// never runs further ahead of the slowest than the pipes hold.
+    /// [CC-120] [CC-121]
+    pub fn effective_window(&self) -> u32 {
+        let w = self.window.max(1);
+        if !self.window_from_bdp || self.mode == Mode::Terminated {
+            return w;
+        }
+        w.max(ack_window(&self.ack_loop()))
+    }
+
+    /// The loop that releases a rank's window in Modes II and III. [CC-121]
+    pub fn ack_loop(&self) -> AckLoop {
+        let h = self.tree.depth.saturating_sub(1).max(1);
+        AckLoop {
+            bits_per_second: self.link.bandwidth_bps,
+            link_latency: self.link.latency,
+            // Mode II: data up to the root and results down (2(H − 1)),
+            // then the rank's ACK up and its reflection down (2(H − 1)).
+            // Mode III: one hop each way, acknowledged per hop.
+            links: if self.mode == Mode::Translated {
+                4 * h
+            } else {
+                2
+            },
+            max_payload: u16::try_from(self.mtu.bytes()).unwrap_or(u16::MAX),
+            message_packets: self.message_packets,
+        }
+    }
+
+    /// The QP's window of unacknowledged PSNs for a rank window of `w`
+    /// messages: rxe's 128 unless W·M messages and the control message
+    /// need more (at most 1023, the SR limit of [SR-010]). [CC-122]
+    pub fn max_unacked_psns(&self, w: u32) -> u32 {
+        w.saturating_mul(self.message_packets.max(1))
+            .saturating_add(2)
+            .clamp(128, 1023)
     }
 
     /// The window every rank keeps, in messages: `host_window` if given.
@@ -114,7 +192,7 @@ impl ClusterConfig {
         if let Some(w) = self.host_window {
             return w.max(1);
         }
-        let w = self.window.max(1);
+        let w = self.effective_window();
         if self.mode != Mode::Terminated {
             return w;
         }
@@ -127,6 +205,62 @@ impl ClusterConfig {
         };
         w.max(result_window(&path))
     }
+}
+
+/// The loop that acknowledges a rank's data in Modes II and III: n link
+/// crossings of rate B and latency L. [CC-121]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AckLoop {
+    /// B: the links' rate, bit/s.
+    pub bits_per_second: u64,
+    /// L: one link's propagation latency.
+    pub link_latency: Duration,
+    /// n: link crossings from a rank's send to the acknowledgement's
+    /// arrival back at the rank.
+    pub links: u32,
+    /// U: payload bytes per packet (the path MTU).
+    pub max_payload: u16,
+    /// M: packets per message.
+    pub message_packets: u32,
+}
+
+/// The most messages [`ack_window`] gives.
+pub const ACK_WINDOW_MAX: u32 = 128;
+
+/// How many times the loop's bandwidth-delay product a window covers:
+/// one product keeps the link busy on clean links only if every
+/// acknowledgement comes back on time; the rest absorbs the slowest
+/// rank's lag in Mode II (every rank's window is released by the
+/// aggregation, so by the last rank's packet) and, under loss, the round
+/// trips a hole takes to fill while new data keeps flowing. Measured on
+/// Tree-2-8 at 100 Gbit/s (Mode II SR, 4 MiB, seed 1): W = 22 (factor 4)
+/// gave 83.7 Gbit/s at 1 % loss on one link and 43.9 at 15 %; W = 32
+/// (factor 6) 87.6 and 46.5; W = 48 and 64 fell back (89.6 and 84.2 at
+/// 1 %, 25.3 and 27.9 at 15 %, with 3× the resends). [CC-121]
+pub const ACK_WINDOW_FACTOR: u64 = 6;
+
+/// W from the bandwidth-delay product: the fewest messages of M·U payload
+/// bytes that cover [`ACK_WINDOW_FACTOR`] times B·T, with T = n·L +
+/// n·U/B + M·U/B (each crossing's latency and store-and-forward of one
+/// packet, and the message whose last packet asks for the
+/// acknowledgement), plus the message being sent; at least 1 and at most
+/// [`ACK_WINDOW_MAX`]. [CC-121]
+pub fn ack_window(path: &AckLoop) -> u32 {
+    let n = u128::from(path.links.max(1));
+    let b = u128::from(path.bits_per_second.max(1));
+    let u_bits = 8 * u128::from(path.max_payload.max(1));
+    let m = u128::from(path.message_packets.max(1));
+    // B·T in bits: B·n·L + n·U + M·U (ns, so B·L / 10⁹).
+    let latency_bits = n
+        .saturating_mul(b)
+        .saturating_mul(u128::from(path.link_latency.as_nanos()))
+        / 1_000_000_000;
+    let flight_bits = latency_bits
+        .saturating_add(n.saturating_mul(u_bits))
+        .saturating_add(m.saturating_mul(u_bits));
+    let covered = flight_bits.saturating_mul(u128::from(ACK_WINDOW_FACTOR));
+    let w = covered.div_ceil(m.saturating_mul(u_bits)).saturating_add(1);
+    u32::try_from(w.clamp(1, u128::from(ACK_WINDOW_MAX))).unwrap_or(ACK_WINDOW_MAX)
 }
 
 /// Why a cluster could not be built or a run did not succeed.
@@ -271,7 +405,7 @@ fn pipe_slots(cfg: &ClusterConfig) -> u32 {
         Mode::Terminated => cfg.slots.unwrap_or(cfg.window).max(1),
         _ => cfg
             .slots
-            .unwrap_or((2 * (cfg.message_packets * cfg.window + 1)).next_power_of_two())
+            .unwrap_or((2 * (cfg.message_packets * cfg.effective_window() + 1)).next_power_of_two())
             .max(2),
     }
 }
@@ -372,6 +506,16 @@ impl Cluster {
             qp.cc = cfg.cc;
             qp.retry_cnt = 7;
             qp.rnr_retry = 7;
+            // A window wider than rxe's 128 PSNs needs a QP window and, under
+            // SR, a receive window to match. [CC-122]
+            qp.max_unacked_psns = qp.max_unacked_psns.max(cfg.max_unacked_psns(window));
+            if let Transport::Sr(mut sr) = qp.transport {
+                sr.window_psns = sr.window_psns.max(qp.max_unacked_psns + 1);
+                if cfg.rto_from_path {
+                    sr.rtt.initial_rto = cfg.path_initial_rto(&sr.rtt);
+                }
+                qp.transport = Transport::Sr(sr);
+            }
             // The window's messages, the control message and its echo, and
             // headroom.
             qp.sq_depth = u16::try_from(window + 4).unwrap_or(u16::MAX);
@@ -611,5 +755,64 @@ mod tests {
             set.host_window = Some(5);
             assert_eq!(set.rank_window(), 5);
         }
+    }
+
+    /// [CC-120] [CC-121] [CC-122] With `window_from_bdp`, Modes II and III
+    /// widen W to the acknowledgement loop's bandwidth-delay product (four
+    /// times over), ranks and pipes together; Mode I and a W already wider
+    /// are left alone; the QP's PSN window follows.
+    #[test]
+    fn window_from_the_bandwidth_delay_product() {
+        let bdp = |topo: &str, mode, gbps: u64| {
+            let mut c = cfg(topo, mode);
+            c.window_from_bdp = true;
+            c.link.bandwidth_bps = gbps * 1_000_000_000;
+            c
+        };
+        // Tree-2-8, 100 Gbit/s, 1 µs, Mode II: n = 4 crossings, B·T =
+        // 400,000 + 4·32,768 + 4·32,768 bits; ×6 / 131,072 = 30.3 → 31 + 1.
+        let c = bdp("tree-2-8", Mode::Translated, 100);
+        assert_eq!(c.effective_window(), 32);
+        assert_eq!(c.rank_window(), 32);
+        assert_eq!(pipe_slots(&c), 512, "2·(4·32 + 1) = 258 → 512");
+        assert_eq!(c.max_unacked_psns(32), 130, "128 + 2 exceeds rxe's 128");
+        // Mode III is acknowledged per hop: n = 2; 396,608 bits ×6 → 19 + 1.
+        assert_eq!(bdp("tree-2-8", Mode::Augmented, 100).effective_window(), 20);
+        // Tree-3-16 at 400 Gbit/s, Mode II: n = 8, 3,200,000 + 12·32,768
+        // bits, ×6 / 131,072 = 164.5: capped at 128.
+        let c = bdp("tree-3-16", Mode::Translated, 400);
+        assert_eq!(c.effective_window(), 128);
+        assert_eq!(c.max_unacked_psns(128), 514);
+        // Mode I keeps its own rule; a wider W stays; off is W.
+        assert_eq!(bdp("tree-2-8", Mode::Terminated, 100).effective_window(), 8);
+        let mut wide = bdp("tree-2-8", Mode::Translated, 100);
+        wide.window = 40;
+        assert_eq!(wide.effective_window(), 40);
+        assert_eq!(cfg("tree-2-8", Mode::Translated).effective_window(), 8);
+        // Bounded.
+        let far = AckLoop {
+            bits_per_second: 1_600_000_000_000,
+            link_latency: Duration::from_millis(1),
+            links: 16,
+            max_payload: 4096,
+            message_packets: 1,
+        };
+        assert_eq!(ack_window(&far), ACK_WINDOW_MAX);
+    }
+
+    /// [CC-123] The initial timeout of an SR rank from the path: Tree-2-8
+    /// at 100 Gbit/s, 1 µs, 64-frame queues: 4 µs + (4·65 + 4) frames of
+    /// 4,160 B = 4,000 + 87,859 ns; within the estimator's floor and cap.
+    #[test]
+    fn initial_timeout_from_the_path() {
+        let rtt = epic_proto::cc::RttConfig::DEFAULT;
+        let c = cfg("tree-2-8", Mode::Translated);
+        assert_eq!(c.path_initial_rto(&rtt), Duration::from_nanos(91_859));
+        let mut short = c;
+        short.link.queue_frames = 1;
+        assert_eq!(short.path_initial_rto(&rtt), rtt.min_rto, "the floor");
+        let mut slow = c;
+        slow.link.bandwidth_bps = 1_000_000;
+        assert_eq!(slow.path_initial_rto(&rtt), rtt.max_rto, "the cap");
     }
 }

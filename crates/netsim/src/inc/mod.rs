@@ -5,7 +5,10 @@ mod cluster;
 mod nodes;
 mod tenant;
 
-pub use cluster::{Cluster, ClusterConfig, ClusterError, CollectiveRun, CLUSTER_GROUP};
+pub use cluster::{
+    ack_window, AckLoop, Cluster, ClusterConfig, ClusterError, CollectiveRun, ACK_WINDOW_FACTOR,
+    ACK_WINDOW_MAX, CLUSTER_GROUP,
+};
 pub use nodes::{ExternalSwitch, HostFaults, HostNode, IncNode};
 pub use tenant::{LockTenant, TenantError};
 // The tree a `Cluster` is built from; defined in `epic-topology`.
