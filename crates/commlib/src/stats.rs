@@ -42,6 +42,13 @@ pub struct CommStats {
     /// (`response_coalesced`) is not a frame dropped and is not counted,
     /// as Mode I's edges do not count it either.
     pub qp_drops: u64,
+    /// Times a QP began to wait for the end-to-end credit its peer (a
+    /// Mode I switch) grants, instead of meeting an RNR NAK. [RC-102]
+    /// [M1-013]
+    pub credit_stalls: u64,
+    /// Messages a QP started past its credit after a local ACK timeout, in
+    /// case a window update was lost. [RC-104]
+    pub credit_probes: u64,
     /// Frames addressed to no QP of this rank, or not RoCEv2.
     pub unknown_frames: u64,
     /// The transport's own counters of port 0 (with the in-memory fabric:
@@ -57,6 +64,8 @@ impl CommStats {
         self.seq_naks += c.rx_seq_naks;
         self.rnr_naks += c.rx_rnr_naks;
         self.qp_drops += c.total_drops() - c.drops(DropReason::ResponseCoalesced);
+        self.credit_stalls += c.credit_stalls;
+        self.credit_probes += c.credit_probes;
     }
 
     /// Takes the transport's counters.
