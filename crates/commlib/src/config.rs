@@ -272,6 +272,10 @@ impl CommConfig {
         let depth = u16::try_from(inc.window.saturating_add(4)).unwrap_or(u16::MAX);
         qp.sq_depth = depth;
         qp.rq_depth = depth;
+        // Toward a Mode I switch the rank's receives are an edge's buffers
+        // too: the switch's endpoint reads the credit and sends no result
+        // or echo the rank has no receive posted for. [M1-013]
+        qp.advertise_credits = inc.mode == Mode::Terminated;
         qp
     }
 

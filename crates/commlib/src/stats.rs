@@ -59,6 +59,13 @@ pub struct CommStats {
     pub cnps_rx: u64,
     /// CNPs that lowered a QP's sending rate. [CC-113] [CC-115]
     pub rate_cuts: u64,
+    /// Times a QP began to wait for the end-to-end credit its peer (a
+    /// Mode I switch) grants, instead of meeting an RNR NAK. [RC-102]
+    /// [M1-013]
+    pub credit_stalls: u64,
+    /// Messages a QP started past its credit after a local ACK timeout, in
+    /// case a window update was lost. [RC-104]
+    pub credit_probes: u64,
     /// Frames addressed to no QP of this rank, or not RoCEv2.
     pub unknown_frames: u64,
     /// The transport's own counters of port 0 (with the in-memory fabric:
@@ -81,6 +88,8 @@ impl CommStats {
         self.cnps_tx += c.tx_cnps;
         self.cnps_rx += c.rx_cnps;
         self.rate_cuts += c.rate_cuts;
+        self.credit_stalls += c.credit_stalls;
+        self.credit_probes += c.credit_probes;
     }
 
     /// Takes the transport's counters.

@@ -118,6 +118,9 @@ fn by_id(id: &str) -> Option<&'static str> {
         "WIRE-121" => "judged by the receiving context ([CTL-054]); the collective_header check verifies every other rule; covered by epic-proto's header tests",
         "CTL-011" | "CTL-014" => "a control message for another group or out of order has no effect a conforming or broken DUT shows on the wire of a one-group tree; covered by epic-proto's engine tests",
         "CTL-020" | "M1-011" | "M1-012" | "M1-040" => "state bounds, arena accounting and counters: not visible on the wire; covered by epic-proto's engine and install tests",
+        "M1-013" => {
+            "end-to-end credits in a Mode I edge's ACKs: the cases' ranks honour them, but no v1 check isolates them yet; covered by epic-proto's mode1 and roce credit tests and the lab's clean-link Mode I rows"
+        }
         "M1-050" | "M2-034" => "host-side rule (the ranks' QPs), exercised by every Mode I and Mode II case's ranks; covered by netsim's inc tests",
         "M3-026" | "M3-027" | "M3-028" | "M3-029" => {
             "credit between switches: the cases' switch peers grant it, but no v1 check isolates it yet; covered by epic-proto's credit tests and the lab's clean-link rows"

@@ -102,6 +102,13 @@ pub const AUTO_LARGE: u64 = 1 << 20;
 /// links (≈ 67 ms): commlib's own Mode II default. [COMM-014]
 pub const MODE2_CLEAN_HOST_TIMEOUT: u8 = 14;
 
+/// The switches' retransmission timeout of Mode I rows on clean in-process
+/// links, µs: 4.096 µs · 2^14, the ranks' timer there. With end-to-end
+/// credits ([M1-013]) a Mode I edge drops nothing on such links, so a
+/// timeout can only be spurious (a worker thread descheduled for longer
+/// than the timer on a busy machine).
+pub const MODE1_CLEAN_SWITCH_TIMEOUT_US: u64 = 67_109;
+
 /// The default sizes: 4 KiB to 16 MiB in steps of × 4.
 pub const DEFAULT_SIZES: [u64; 7] = [
     4 << 10,
@@ -165,13 +172,17 @@ pub struct LabConfig {
     /// at a time on two worker threads, one at a time on one, longer when
     /// the machine is busy). With 4 ms every 16 MiB AllReduce timed out and
     /// resent whole windows; on clean links a Mode II timeout can only be
-    /// spurious (see [`LabConfig::resolved_for`]). Round trips in
+    /// spurious (see [`LabConfig::resolved_for`]); Mode I there as well,
+    /// whose edges drop nothing on clean links since they grant credits
+    /// ([M1-013]). Round trips in
     /// process take tens of microseconds; commlib's own defaults (17–67 ms)
     /// made lossy runs wait that long per tail loss. On namespaces: 11
     /// (≈ 8 ms).
     pub host_timeout: Option<u8>,
     /// Switches' retransmission timeout (Mode III hops, Mode I edges), µs.
-    /// `None`: 1000 on one thread, 4000 on more and on namespaces.
+    /// `None`: 1000 on one thread, 4000 on more and on namespaces; Mode I
+    /// rows in process on links without faults 67,109 (see
+    /// [`LabConfig::resolved_for`]).
     pub switch_timeout_us: Option<u64>,
     /// Run on Linux network namespaces instead of in-memory links.
     pub netns: Option<NetnsOptions>,
@@ -428,11 +439,24 @@ impl LabConfig {
     /// [`LabConfig::host_timeout`]). Mode II switches drop nothing but
     /// duplicates, so on such links every timeout is spurious; with faults
     /// a short timer still recovers tail losses quickly.
+    ///
+    /// Mode I rows on such links get the same exponent for the ranks and
+    /// [`MODE1_CLEAN_SWITCH_TIMEOUT_US`] for the switches (unless given):
+    /// with end-to-end credits ([M1-013]) no edge drops anything there
+    /// either, and with 4 ms timers a busy machine's scheduling delays
+    /// alone made every 16 MiB row resend hundreds of packets.
     pub fn resolved_for(&self, threads: usize, mode: LabMode) -> LabConfig {
         let mut rc = self.resolved(threads);
         let clean = !self.faults.any() && self.netns.is_none();
-        if mode == LabMode::Inc(Mode::Translated) && clean && self.host_timeout.is_none() {
+        let quiet = matches!(
+            mode,
+            LabMode::Inc(Mode::Translated) | LabMode::Inc(Mode::Terminated)
+        );
+        if quiet && clean && self.host_timeout.is_none() {
             rc.host_timeout = Some(MODE2_CLEAN_HOST_TIMEOUT);
+        }
+        if mode == LabMode::Inc(Mode::Terminated) && clean && self.switch_timeout_us.is_none() {
+            rc.switch_timeout_us = Some(MODE1_CLEAN_SWITCH_TIMEOUT_US);
         }
         rc
     }
@@ -518,6 +542,11 @@ mod tests {
         assert_eq!(c.resolved_for(1, LabMode::Host).host_timeout, Some(8));
         let m3 = LabMode::Inc(Mode::Augmented);
         assert_eq!(c.resolved_for(2, m3).host_timeout, Some(10));
+        assert_eq!(c.resolved_for(2, m3).switch_timeout_us, Some(4000));
+        // Mode I as well, switches included. [M1-013]
+        let m1 = LabMode::Inc(Mode::Terminated);
+        assert_eq!(c.resolved_for(2, m1).host_timeout, Some(14));
+        assert_eq!(c.resolved_for(1, m1).switch_timeout_us, Some(67_109));
         let lossy = LabConfig {
             faults: LinkFaults {
                 loss: 0.01,
@@ -526,6 +555,7 @@ mod tests {
             ..LabConfig::default()
         };
         assert_eq!(lossy.resolved_for(2, m2).host_timeout, Some(10));
+        assert_eq!(lossy.resolved_for(2, m1).switch_timeout_us, Some(4000));
         let given = LabConfig {
             host_timeout: Some(9),
             ..LabConfig::default()

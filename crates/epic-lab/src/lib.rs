@@ -24,7 +24,7 @@ mod session;
 pub use cluster::LAB_GROUP;
 pub use config::{
     Baseline, ConfigError, LabConfig, LabMode, LabTransport, NetnsOptions, AUTO_LARGE, COLLECTIVES,
-    DEFAULT_SIZES, MODE2_CLEAN_HOST_TIMEOUT,
+    DEFAULT_SIZES, MODE1_CLEAN_SWITCH_TIMEOUT_US, MODE2_CLEAN_HOST_TIMEOUT,
 };
 pub use error::{BuildError, CallError, GrantError, LabError};
 pub use netns::{

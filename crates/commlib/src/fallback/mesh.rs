@@ -4,11 +4,12 @@
 //!
 //! Per peer it keeps a queue of messages to send (copied out of the
 //! working buffer when their step starts) with at most `window` posted,
-//! and receives posted ahead of need: as many as the messages the running
-//! call still expects from the peer, at most `window`, and at least
-//! [`STANDING_RECVS`] for peers it has received from before, so that a
-//! peer that starts the next call first does not meet an RNR NAK. Received
-//! messages queue per peer, in order, until the schedule takes them.
+//! and `window` receives posted toward every peer from the mesh's
+//! creation on, between calls too: a peer sends at most `window` messages
+//! before their ACKs return, and each receive is posted again before the
+//! ACK of the message that took it leaves, so a peer that starts a call
+//! first never meets an RNR NAK. Received messages queue per peer, in
+//! order, until the schedule takes them. [COMM-037]
 
 use std::collections::VecDeque;
 
@@ -20,9 +21,6 @@ use super::schedule::{BadMessage, Runner};
 use crate::config::CommConfig;
 use crate::error::ArgError;
 use crate::stats::CommStats;
-
-/// Receives kept posted toward a peer between calls. [COMM-031]
-pub(crate) const STANDING_RECVS: usize = 2;
 
 /// Why the mesh failed a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,13 +42,6 @@ struct Peer {
     tx_queue: VecDeque<Vec<u8>>,
     tx_posted: usize,
     rx_posted: usize,
-    /// Messages the calls started so far expect from this peer, and
-    /// messages that arrived: posting runs ahead of the difference.
-    expected: u64,
-    arrived: u64,
-    /// Whether any call received from this peer (it keeps standing
-    /// receives).
-    active: bool,
     /// Arrived messages (buffer, length) not yet taken.
     rx_ready: VecDeque<(Vec<u8>, usize)>,
 }
@@ -85,13 +76,10 @@ impl Mesh {
                 tx_queue: VecDeque::new(),
                 tx_posted: 0,
                 rx_posted: 0,
-                expected: 0,
-                arrived: 0,
-                active: false,
                 rx_ready: VecDeque::new(),
             }));
         }
-        Ok(Mesh {
+        let mut mesh = Mesh {
             peers,
             msg_bytes: cfg.fallback.message_bytes as usize,
             window: usize::from(cfg.fallback.window),
@@ -101,18 +89,24 @@ impl Mesh {
             outcome: None,
             next_tx: 0,
             wr: 0,
-        })
+        };
+        // Every peer's receives stand before any call starts; the QPs'
+        // receive queues (`window` + 4, `CommConfig::mesh_qp`) hold them.
+        // [COMM-037]
+        let mut moved = false;
+        if mesh.post(&mut moved).is_err() {
+            return Err(ArgError::OutOfRange {
+                field: "fallback.window",
+                value: mesh.window as u64,
+                min: 1,
+                max: 1024,
+            });
+        }
+        Ok(mesh)
     }
 
     /// Starts a call's schedule.
     pub(crate) fn start(&mut self, now: Instant, runner: Runner) {
-        let ranks = u16::try_from(self.peers.len()).unwrap_or(u16::MAX);
-        for (p, n) in self.peers.iter_mut().zip(runner.expected(ranks)) {
-            if let Some(p) = p {
-                p.expected += n;
-                p.active |= n > 0;
-            }
-        }
         self.run = Some(runner);
         self.pump(now);
     }
@@ -231,7 +225,6 @@ impl Mesh {
                     Completion::Recv { buf, byte_len, .. } => {
                         p.rx_posted = p.rx_posted.saturating_sub(1);
                         if status == WcStatus::Success {
-                            p.arrived += 1;
                             p.rx_ready.push_back((buf, byte_len as usize));
                         } else {
                             self.rx_pool.push(buf);
@@ -293,11 +286,8 @@ impl Mesh {
                 p.tx_posted += 1;
                 *moved = true;
             }
-            let wanted =
-                usize::try_from(p.expected.saturating_sub(p.arrived)).unwrap_or(usize::MAX);
-            let standing = if p.active { STANDING_RECVS } else { 0 };
-            let target = wanted.max(standing).min(window);
-            while p.rx_posted < target {
+            // `window` receives stand toward every peer. [COMM-037]
+            while p.rx_posted < window {
                 let mut b = self.rx_pool.pop().unwrap_or_default();
                 b.resize(self.msg_bytes, 0);
                 self.wr += 1;
@@ -319,5 +309,85 @@ fn enqueue(peers: &mut [Option<Peer>], pool: &mut Vec<Vec<u8>>, peer: u16, bytes
         b.clear();
         b.extend_from_slice(bytes);
         p.tx_queue.push_back(b);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use std::net::Ipv4Addr;
+
+    use epic_proto::engine::aggregate::ElemType;
+    use epic_proto::roce::DropReason;
+
+    use super::super::schedule::plan;
+    use super::*;
+    use crate::call::{CallSpec, Kind, Seat};
+    use crate::config::FallbackTuning;
+
+    fn cfg(rank: u16) -> CommConfig {
+        let ips = (0..2).map(|r| Ipv4Addr::new(10, 0, 0, r + 1)).collect();
+        let mut c = CommConfig::new(
+            rank,
+            EthernetAddress([2, 0, 0, 0, 0, rank as u8 + 1]),
+            Ipv4Addr::new(10, 0, 0, rank as u8 + 1),
+            EthernetAddress([2, 0, 0, 1, 0, 0]),
+            ips,
+        );
+        c.fallback = FallbackTuning {
+            message_bytes: 1024,
+            window: 4,
+        };
+        c
+    }
+
+    use epic_proto::wire::EthernetAddress;
+
+    /// Every frame `from` sends now, handed to `to` (as from rank `peer`).
+    fn deliver(now: Instant, from: &mut Mesh, to: &mut Mesh, peer: u16) -> usize {
+        let mut buf = vec![0u8; 9000];
+        let mut n = 0;
+        while let Some(len) = from.poll_transmit(now, &mut buf) {
+            let parsed = RoceFrame::parse_verified(&buf[..len]);
+            to.handle_parsed(now, peer, &parsed);
+            to.pump(now);
+            n += 1;
+        }
+        n
+    }
+
+    /// [COMM-037] A rank that starts a call before its peer (here rank 0,
+    /// the root of a 16-message Broadcast, while rank 1 has not called
+    /// yet) meets no RNR NAK: `window` receives stand toward every peer
+    /// from the mesh's creation, and each is posted again before the ACK
+    /// of the message that took it leaves.
+    #[test]
+    fn comm_037_a_peer_that_starts_first_meets_no_rnr() {
+        let now = Instant::from_nanos(0);
+        let (mut m0, mut m1) = (Mesh::new(&cfg(0)).unwrap(), Mesh::new(&cfg(1)).unwrap());
+        for (m, peer) in [(&m0, 1), (&m1, 0)] {
+            assert_eq!(m.peers[peer].as_ref().unwrap().qp.posted_recvs(), 4);
+        }
+        let seat = Seat {
+            rank: 0,
+            ranks: 2,
+            reproducible: false,
+        };
+        let block = 16 * 1024 / 4;
+        let spec =
+            CallSpec::new(Kind::Broadcast, Some(ElemType::Int32), None, 0, block, seat).unwrap();
+        let input = vec![7u8; 16 * 1024];
+        m0.start(now, Runner::new(plan(&spec, 0, 2, input), 1024));
+        for _ in 0..40 {
+            deliver(now, &mut m0, &mut m1, 0);
+            deliver(now, &mut m1, &mut m0, 1);
+        }
+        let q0 = m0.peers[1].as_ref().unwrap().qp.counters();
+        let q1 = m1.peers[0].as_ref().unwrap().qp.counters();
+        assert_eq!(q0.rx_rnr_naks, 0);
+        assert_eq!(q0.tx_retransmits, 0);
+        assert_eq!(q1.drops(DropReason::ReceiverNotReady), 0);
+        assert_eq!(m1.peers[0].as_ref().unwrap().rx_ready.len(), 16);
+        assert!(matches!(m0.poll_outcome(), Some(Ok(_))));
     }
 }

@@ -344,6 +344,7 @@ impl Runner {
     }
 
     /// Messages the whole call receives from each peer (by rank).
+    #[cfg(test)]
     pub(crate) fn expected(&self, ranks: u16) -> Vec<u64> {
         let mut out = vec![0u64; usize::from(ranks)];
         for s in &self.plan.steps {

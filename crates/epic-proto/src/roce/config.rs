@@ -244,6 +244,14 @@ pub struct QpConfig {
     /// configuration, it is off.
     #[cfg_attr(feature = "serde", serde(default))]
     pub cc: Option<CcConfig>,
+    /// End-to-end credits ([IBTA 1.4 §9.7.7.2], SPEC §10.14): `false`
+    /// (the default, as rxe) puts "unlimited" (0x1F) in every ACK; `true`
+    /// puts the receives posted and not yet completed, and sends an
+    /// unsolicited ACK when freed receives would otherwise go unseen.
+    /// Mode I switch edges set it. The requester honours credits either
+    /// way. [RC-100] Absent from a serialized configuration, it is off.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub advertise_credits: bool,
 }
 
 /// DCQCN on an RC QP: the reaction point's constants for the requester and
@@ -307,6 +315,7 @@ impl QpConfig {
             max_msg_bytes: 1 << 31,
             transport: Transport::Gbn,
             cc: None,
+            advertise_credits: false,
         }
     }
 

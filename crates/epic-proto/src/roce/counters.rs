@@ -149,6 +149,18 @@ pub struct Counters {
     /// DCQCN: CNPs that lowered the requester's rate (a CNP at the
     /// minimum rate cuts nothing). [CC-113]
     pub rate_cuts: u64,
+    /// Credits: times the requester began to wait for credit (the next
+    /// message needed a receive its peer had not granted). [RC-102]
+    pub credit_stalls: u64,
+    /// Credits: messages started past the limit after the local ACK
+    /// timeout, in case a credit update was lost. [RC-104]
+    pub credit_probes: u64,
+    /// Credits: ACKs that acknowledged nothing new but granted credit (a
+    /// window update), taken instead of dropped as stale. [RC-103]
+    pub rx_credit_updates: u64,
+    /// Credits: unsolicited ACKs sent because receives were freed.
+    /// [RC-105]
+    pub tx_credit_updates: u64,
     drops: DropCounts,
 }
 

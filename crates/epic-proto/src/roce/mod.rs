@@ -29,6 +29,7 @@
 
 mod config;
 mod counters;
+mod credit;
 mod error;
 mod qp;
 mod requester;
@@ -56,6 +57,8 @@ enum Queue {
 
 #[cfg(test)]
 mod cc_tests;
+#[cfg(test)]
+mod credit_tests;
 #[cfg(test)]
 mod sr_tests;
 #[cfg(test)]

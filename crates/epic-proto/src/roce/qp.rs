@@ -4,6 +4,7 @@ use alloc::collections::VecDeque;
 
 use super::config::{ConfigError, QpConfig};
 use super::counters::{Counters, DropReason};
+use super::credit::CreditAdvert;
 use super::error::{ApiError, PostError, ResyncError};
 use super::requester::{self, RequestPacket, Requester};
 use super::responder::{self, RecvWqe, Region, Responder, Response};
@@ -72,6 +73,9 @@ pub struct RcQp<B, R> {
     ip_ident: u16,
     /// DCQCN, when `cfg.cc` is set. [CC-110]
     cc: Option<QpCc>,
+    /// The credits this responder granted, when `cfg.advertise_credits`
+    /// is set. [RC-101]
+    advert: CreditAdvert,
 }
 
 /// The DCQCN state of a QP with `cc` set: the requester's reaction point
@@ -111,6 +115,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             counters: Counters::default(),
             ip_ident: 0,
             cc,
+            advert: CreditAdvert::default(),
         })
     }
 
@@ -248,7 +253,57 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             byte_len: 0,
             imm: None,
         });
+        self.credit_update();
         Ok(())
+    }
+
+    /// Receives posted and not completed: the credits an ACK may grant.
+    /// [RC-101]
+    fn free_recvs(&self) -> usize {
+        self.resp.rq.len().saturating_sub(self.resp.done)
+    }
+
+    /// Notes a window update when freed receives would otherwise go
+    /// unseen by a requester waiting for credit. [RC-105]
+    fn credit_update(&mut self) {
+        if self.update_due() {
+            self.advert.mark_pending();
+        }
+    }
+
+    /// Whether the requester knows of at most half of the messages this
+    /// responder could now take. [RC-105]
+    fn update_due(&self) -> bool {
+        if !self.cfg.advertise_credits || self.resp.sr.is_some() {
+            return false;
+        }
+        let started = (self.resp.msn() + u32::from(self.resp.in_message())) & 0x00ff_ffff;
+        self.advert.update_due(started, self.free_recvs())
+    }
+
+    /// The window update noted by `credit_update`, unless an ACK sent
+    /// since told the requester: an ACK of the last executed PSN. [RC-105]
+    fn poll_credit_update(&mut self) -> Option<Response> {
+        if !self.advert.take_pending() || !self.update_due() {
+            return None;
+        }
+        self.counters.tx_credit_updates += 1;
+        Some(Response {
+            syndrome: Syndrome::ACK,
+            psn: self.resp.expected_psn().sub(1),
+            msn: self.resp.msn(),
+        })
+    }
+
+    /// The syndrome of an ACK carrying MSN `msn`: the credits granted when
+    /// advertising, else "unlimited" as rxe. [RC-100] [RC-101]
+    fn ack_syndrome(&mut self, msn: u32) -> Syndrome {
+        if self.cfg.advertise_credits {
+            let free = self.free_recvs();
+            self.advert.ack(msn, free)
+        } else {
+            Syndrome::ACK
+        }
     }
 
     /// Registers `buf` as the region `[va, va + len)` for RDMA WRITEs
@@ -449,6 +504,10 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         if let Some(ack) = self.resp.sr.as_mut().and_then(|sr| sr.poll_ack()) {
             return Ok(self.emit_ack_state(&ack, buf));
         }
+        if let Some(r) = self.poll_credit_update() {
+            self.counters.tx_acks += 1;
+            return Ok(self.emit_response(&r, buf));
+        }
         if self.state == QpState::Error {
             return Ok(None);
         }
@@ -463,6 +522,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             cc.pace_until = None;
         }
         let Some(pkt) = self.req.next_packet(&self.cfg) else {
+            self.credit_wait(now);
             return Ok(None);
         };
         self.counters.tx_requests += 1;
@@ -475,6 +535,23 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             cc.rp.on_sent(now, n as u64);
         }
         Ok(len)
+    }
+
+    /// Counts a new wait for credit and, with nothing outstanding, arms
+    /// the local ACK timer for the probe of [RC-104]. [RC-102]
+    fn credit_wait(&mut self, now: Instant) {
+        if self.req.credit.take_new_stall() {
+            self.counters.credit_stalls += 1;
+        }
+        if self.req.credit.stalled()
+            && !self.req.psns_outstanding()
+            && !self.req.rnr_wait
+            && self.timers.get(Timer::Retransmit).is_none()
+        {
+            if let Some(rto) = self.cfg.ack_timeout() {
+                self.timers.set(Timer::Retransmit, now + rto);
+            }
+        }
     }
 
     /// The earliest timer deadline, if any timer is armed. With `cc` set
@@ -693,9 +770,14 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
     }
 
     fn emit_response(&mut self, r: &Response, buf: &mut [u8]) -> Option<usize> {
+        let syndrome = if r.syndrome.is_ack() {
+            self.ack_syndrome(r.msn)
+        } else {
+            r.syndrome
+        };
         let ext = ExtHeaders {
             aeth: Some(AethRepr {
-                syndrome: r.syndrome,
+                syndrome,
                 msn: r.msn,
             }),
             ..ExtHeaders::default()

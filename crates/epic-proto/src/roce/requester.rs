@@ -9,6 +9,7 @@ use core::ops::Range;
 
 use super::config::{rnr_delay, QpConfig};
 use super::counters::{Counters, DropReason};
+use super::credit::{consumes_recv, CreditGate};
 use super::sr_requester::SrSender;
 use super::timer::{Timer, Timers};
 use super::work::{SendOp, WcStatus, WrId};
@@ -102,6 +103,8 @@ pub(crate) struct Requester<B> {
     /// The selective-retransmission state; `None` under go-back-N.
     /// [SR-010]
     pub(super) sr: Option<SrSender>,
+    /// End-to-end credits the responder granted. [RC-102]
+    pub(crate) credit: CreditGate,
 }
 
 impl<B: AsRef<[u8]>> Requester<B> {
@@ -121,6 +124,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
             started_retry: false,
             rnr_wait: false,
             sr: cfg.transport.sr().map(|c| SrSender::new(cfg, c)),
+            credit: CreditGate::default(),
         }
     }
 
@@ -225,6 +229,11 @@ impl<B: AsRef<[u8]>> Requester<B> {
         let first_psn = match w.first_psn {
             Some(f) => f,
             None => {
+                // A new message waits for credit. [RC-102]
+                if !self.credit.may_start(consumes_recv(&w.op)) {
+                    return None;
+                }
+                self.credit.started();
                 let f = self.assigned_psn;
                 w.first_psn = Some(f);
                 self.assigned_psn = f.add(w.npkts);
@@ -319,8 +328,20 @@ impl<B: AsRef<[u8]>> Requester<B> {
             cq,
         } = out;
         let unacked = self.comp_psn;
+        // Any ACK may carry credit, an old one too. [RC-103]
+        let credited = self.credit.on_aeth(aeth);
         // Only PSNs in [comp_psn, sent_psn) can be answered. [RC-031]
         if psn.distance_from(self.comp_psn) >= self.sent_psn.distance_from(self.comp_psn) {
+            if credited {
+                // A window update: credit, nothing new acknowledged. With
+                // nothing outstanding the timer ran for the probe only;
+                // the next send arms it afresh. [RC-104]
+                counters.rx_credit_updates += 1;
+                if !self.psns_outstanding() && !self.rnr_wait {
+                    timers.stop(Timer::Retransmit);
+                }
+                return Verdict::Continue;
+            }
             let reason = if psn.is_before(self.comp_psn) {
                 DropReason::StaleResponse
             } else {
@@ -415,6 +436,13 @@ impl<B: AsRef<[u8]>> Requester<B> {
         counters: &mut Counters,
         timers: &mut Timers,
     ) -> Verdict {
+        if !self.psns_outstanding() && !self.rnr_wait && self.credit.stalled() {
+            // Waiting for credit with nothing outstanding: a credit
+            // update may have been lost. [RC-104]
+            self.credit.allow_probe();
+            counters.credit_probes += 1;
+            return Verdict::Continue;
+        }
         if !self.psns_outstanding() || self.rnr_wait {
             return Verdict::Continue;
         }

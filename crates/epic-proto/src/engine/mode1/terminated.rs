@@ -168,6 +168,10 @@ impl Terminated {
             q.retry_cnt = 7;
             q.rnr_retry = 7;
             q.min_rnr_timer = 1;
+            // The edge grants its free receives in every ACK, so that no
+            // peer (rank or switch) sends into an edge with no buffer free;
+            // both ends of a switch-to-switch edge honour them. [M1-013]
+            q.advertise_credits = true;
             let depth = u16::try_from(2 * w + 2 * CONTROL_BUFS as u32 + 2).unwrap_or(u16::MAX);
             q.sq_depth = depth;
             q.rq_depth = depth;

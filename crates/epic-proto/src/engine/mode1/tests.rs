@@ -199,7 +199,13 @@ fn coalesced_ack_is_not_a_transport_drop() {
         rig.control(p, header(1, Collective::AllReduce, 0, 12));
         rig.peer_sends(p);
     }
-    rig.engine_sends();
+    // Rank 0 reads no credit ([M1-013]): the ACK of its control is lost.
+    for (port, f) in rig.sent_by_engine() {
+        let ack = RoceFrame::parse(&f).unwrap().bth.opcode == Opcode::RcAcknowledge;
+        if !(port == 0 && ack) {
+            rig.peers[port].handle_frame(rig.now, &f);
+        }
+    }
     rig.peer_sends(0);
     rig.peer_sends(1);
     let before = rig.eng.counters().clone();
@@ -279,7 +285,19 @@ fn leaf_sends_no_data_up_before_its_control() {
     rig.engine_sends();
     let last = rig.sent_by_peer(2).pop().unwrap();
     rig.eng.handle_frame(rig.now, 2, &last);
-    let sent = up(&rig.sent_by_engine());
+    // The ranks send what their credits ([M1-013]) held back; everything
+    // that goes up from here on is recorded.
+    let mut sent = Vec::new();
+    for _ in 0..6 {
+        let out = rig.sent_by_engine();
+        sent.extend(up(&out));
+        for (port, f) in out {
+            rig.peers[port].handle_frame(rig.now, &f);
+        }
+        for p in 0..3 {
+            rig.peer_sends(p);
+        }
+    }
     let kinds: Vec<Opcode> = sent.iter().map(|(o, _)| *o).collect();
     assert_eq!(
         kinds,
@@ -442,4 +460,99 @@ fn younger_control_waits_behind_an_open_barrier() {
         [Some(2), Some(3), None],
         "echo 2, echo 3, then the data"
     );
+}
+
+impl Rig {
+    /// Rounds of: the engine's frames to the peers (less those `lose`
+    /// rejects), then every peer's frames to the engine.
+    fn rounds(&mut self, n: usize, lose: &mut dyn FnMut(usize, &[u8]) -> bool) {
+        for _ in 0..n {
+            for (port, f) in self.sent_by_engine() {
+                if !lose(port, &f) {
+                    self.peers[port].handle_frame(self.now, &f);
+                }
+            }
+            for p in 0..self.peers.len() {
+                self.peer_sends(p);
+            }
+        }
+    }
+
+    /// Data messages peer `p` received (completions without immediate).
+    fn results(&mut self, p: usize) -> usize {
+        core::iter::from_fn(|| self.peers[p].poll_completion())
+            .filter(|c| matches!(c, crate::roce::Completion::Recv { imm: None, .. }))
+            .count()
+    }
+}
+
+/// Rank 0 posts a whole 12-message AllReduce while rank 1 has not started
+/// its data: both controls are in, so rank 0 has read the edge's credit.
+fn rank_0_runs_ahead(rig: &mut Rig) {
+    for p in 0..2 {
+        rig.control(p, header(1, Collective::AllReduce, 0, 12));
+        rig.peer_sends(p);
+    }
+    rig.rounds(2, &mut |_, _| false);
+    rig.data(0, 12);
+    rig.rounds(4, &mut |_, _| false);
+}
+
+/// [M1-013] [RC-102] [RC-105] A rank far ahead of the other child waits
+/// for the edge's credit instead of meeting RNR NAKs: it sends what the
+/// W + 1 = 3 receives of its edge hold (the control's receive is posted
+/// again), then nothing, and each buffer the Up stage recycles reaches it
+/// as a window update. The whole AllReduce runs with no RNR NAK, no drop
+/// and no retransmission anywhere.
+#[test]
+fn m1_013_a_fast_rank_waits_for_credit_not_rnr() {
+    let mut rig = Rig::new(context(2, false, 2, PsnAlignment::Resync));
+    rank_0_runs_ahead(&mut rig);
+    let r0 = rig.peers[0].counters().clone();
+    assert_eq!(r0.sends_completed, 1 + 3, "control and three messages");
+    assert_eq!(r0.credit_stalls, 1);
+    assert_eq!(r0.rx_rnr_naks, 0);
+    rig.data(1, 12);
+    rig.rounds(40, &mut |_, _| false);
+    assert_eq!([rig.results(0), rig.results(1)], [12, 12]);
+    for p in 0..2 {
+        let c = rig.peers[p].counters();
+        assert_eq!(c.rx_rnr_naks, 0, "rank {p}");
+        assert_eq!(c.tx_retransmits, 0, "rank {p}");
+        assert_eq!(c.total_drops(), 0, "rank {p}: {:?}", c);
+    }
+    assert!(rig.peers[0].counters().rx_credit_updates >= 1);
+    let e = rig.eng.counters();
+    assert_eq!(e.drops(EngineDropReason::Transport), 0);
+    assert_eq!(e.tx_retransmits, 0);
+}
+
+/// [M1-013] [RC-104] When the window updates to a waiting rank are lost,
+/// the rank probes after its ACK timeout with one message, which a
+/// recycled buffer takes: the invocation completes with no RNR NAK.
+#[test]
+fn m1_013_lost_window_updates_cost_a_probe() {
+    let mut rig = Rig::new(context(2, false, 2, PsnAlignment::Resync));
+    rank_0_runs_ahead(&mut rig);
+    rig.data(1, 1);
+    // Every ACK to rank 0 is lost while rank 1's first message is
+    // aggregated.
+    let ack = |f: &[u8]| RoceFrame::parse(f).unwrap().bth.opcode == Opcode::RcAcknowledge;
+    rig.rounds(4, &mut |port, f| port == 0 && ack(f));
+    assert_eq!(rig.peers[0].counters().sends_completed, 1 + 3);
+    let t = rig.peers[0].poll_timeout().expect("the probe timer");
+    rig.now = t;
+    rig.peers[0].handle_timeout(t);
+    assert_eq!(rig.peers[0].counters().credit_probes, 1);
+    let probe = rig.sent_by_peer(0);
+    assert_eq!(probe.len(), 1, "one message past the limit");
+    for f in probe {
+        rig.eng.handle_frame(rig.now, 0, &f);
+    }
+    assert_eq!(rig.eng.counters().drops(EngineDropReason::Transport), 0);
+    rig.data(1, 11);
+    rig.rounds(40, &mut |_, _| false);
+    assert_eq!([rig.results(0), rig.results(1)], [12, 12]);
+    assert_eq!(rig.peers[0].counters().rx_rnr_naks, 0);
+    assert_eq!(rig.peers[0].counters().timeouts, 0);
 }
