@@ -83,8 +83,10 @@ impl Context {
     /// arena, see [`Context::transport_bytes`]): call it when the context
     /// is installed, never on the packet path. [SR-036]
     pub fn set_transport(&mut self, transport: crate::roce::Transport) {
-        if let ModeState::Translated(m) = &mut self.mode {
-            m.set_transport(transport);
+        match &mut self.mode {
+            ModeState::Translated(m) => m.set_transport(transport),
+            ModeState::Augmented(m) => m.set_transport(transport),
+            _ => {}
         }
     }
 
@@ -93,6 +95,7 @@ impl Context {
     pub fn transport_bytes(&self) -> usize {
         match &self.mode {
             ModeState::Translated(m) => m.sack_bytes(),
+            ModeState::Augmented(m) => m.sr_bytes(),
             _ => 0,
         }
     }

@@ -121,8 +121,14 @@ pub struct EngineCounters {
     pub rx_acks: u64,
     /// SACKs received (SR profile, [WIRE-052]). [SR-030]
     pub rx_sacks: u64,
-    /// Mode II: SACKs reflected to a rank. [SR-031]
+    /// Mode II: SACKs reflected to a rank ([SR-031]); Mode III under SR:
+    /// SACKs a hop sent its peer ([SR-052]).
     pub tx_sacks: u64,
+    /// Mode III under SR: PSNs a SACK or a NAK marked for a selective
+    /// resend. [SR-053]
+    pub selective_resends: u64,
+    /// Mode III under SR: tail-loss probes. [SR-055]
+    pub probes: u64,
     /// Aggregations completed (a slot reached its fan-in).
     pub aggregations: u64,
     /// Data packets retransmitted: Mode III's, and Mode I's edge
