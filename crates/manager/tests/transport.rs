@@ -105,7 +105,7 @@ fn sr_is_granted_in_modes_ii_and_iii_where_every_switch_runs_it() {
 
 /// [MGR-044] Requiring SR with no mode asked for picks the highest mode
 /// every switch runs SR in; requiring it in a mode without SR is refused
-/// with the mode named.
+/// with the mode named (and the switch, where the SPEC defines SR there).
 #[test]
 fn requiring_sr_picks_its_mode_or_is_refused() {
     let topo = fabric(&[Mode::Translated]);
@@ -114,19 +114,37 @@ fn requiring_sr_picks_its_mode_or_is_refused() {
         (g.mode, g.transport),
         (Mode::Translated, TransportProfile::Sr)
     );
+    // Mode III: the SPEC defines SR there, these switches do not run it.
     let f = init(
         &topo,
         &request(&topo, Some(Mode::Augmented), TransportRequest::RequireSr),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            f,
+            Fallback::Transport {
+                switch: Some(_),
+                mode: Mode::Augmented
+            }
+        ),
+        "{f:?}"
+    );
+    assert!(f.to_string().contains("SR"), "{f}");
+    // Mode I: the SPEC defines no SR there, whatever a switch reports.
+    let all = fabric(&[Mode::Terminated, Mode::Translated, Mode::Augmented]);
+    let f = init(
+        &all,
+        &request(&all, Some(Mode::Terminated), TransportRequest::RequireSr),
     )
     .unwrap_err();
     assert_eq!(
         f,
         Fallback::Transport {
             switch: None,
-            mode: Mode::Augmented
+            mode: Mode::Terminated
         }
     );
-    assert!(f.to_string().contains("SR"), "{f}");
 }
 
 /// [MGR-045] [MGR-044] One switch of the tree without SR (an older agent):

@@ -692,6 +692,11 @@ impl Augmented {
             // SR: the records the ACK passed go, with a round-trip sample;
             // the timers restart from the new estimate. [SR-053] [SR-054]
             r.on_acked(before, after, now);
+            if sack.is_none() && !resend {
+                // A plain ACK from an SR peer says it holds nothing after
+                // its cumulative point (it would SACK otherwise). [SR-053]
+                r.unsack_in_flight(e);
+            }
             if let Some(k) = sack {
                 let (n, marked) = r.on_sack(e, k, now);
                 news = n;

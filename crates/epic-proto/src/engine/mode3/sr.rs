@@ -289,6 +289,22 @@ impl SrHop {
         (news, marked)
     }
 
+    /// A plain ACK (no SACK) from an SR peer: it holds nothing after the
+    /// cumulative point, so no PSN in flight is recorded as received any
+    /// more (a peer may drop what it kept, [SR-013]). [SR-053]
+    pub(crate) fn unsack_in_flight(&mut self, h: &Hop) {
+        let first = h.last_acked.next();
+        let in_flight = h.max_sent.next().distance_from(first).min(self.mask + 1);
+        if in_flight >= Psn::HALF {
+            return;
+        }
+        for i in 0..in_flight {
+            if let Some(r) = self.record_mut(first.add(i)) {
+                r.sacked = false;
+            }
+        }
+    }
+
     /// The retransmission timer fired with PSNs in flight: backs off and
     /// marks the oldest unacknowledged PSN and every PSN in flight that no
     /// SACK reported. Returns how many it marked. [SR-054]

@@ -346,3 +346,24 @@ fn sr056_switch_hops_sack_with_credit() {
     r.deliver(2, &f);
     assert_eq!(data_to(&mut r, 2), [psn(5), psn(6)]);
 }
+
+/// [SR-053] [SR-054] A plain ACK from an SR peer says it holds nothing
+/// after its cumulative point: PSNs an earlier SACK reported are resent
+/// after a timeout once the peer has dropped them (an RNR refusal,
+/// [SR-013]).
+#[test]
+fn sr053_a_plain_ack_forgets_what_a_sack_reported() {
+    let mut r = started(true);
+    all_send(&mut r, 104);
+    assert_eq!(data_to(&mut r, 1).len(), 4);
+    let f = sack_frame(&r, 1, psn(101), &[0x6000_0000], 0);
+    r.deliver(1, &f);
+    assert_eq!(data_to(&mut r, 1), [psn(102)]);
+    // The peer took 102 but no longer holds 103 and 104.
+    r.ack(1, psn(102));
+    assert_eq!(data_to(&mut r, 1), []);
+    let t = r.eng.poll_timeout().unwrap();
+    r.now = t.max(r.now + Duration::from_millis(5));
+    r.eng.handle_timeout(r.now);
+    assert_eq!(data_to(&mut r, 1), [psn(103), psn(104)]);
+}
