@@ -39,7 +39,7 @@ fn lossy_matrix() {
 /// Tree-2-4 and Tree-3-2 (`EPIC_INC_SWEEP=full`: 20 seeds), every result
 /// checked (AllReduce SACKs reflected, the other patterns' SACKs forwarded
 /// as the ACK of their cumulative point or the NAK of its first hole); and
-/// SR refused toward Modes I and III, whose switches run go-back-N.
+/// SR refused toward Mode I, whose switches run go-back-N ([SR-041]).
 #[test]
 fn sr_lossy_matrix() {
     inc_common::lossy_matrix("Translated sr", |topo, link, seed| {

@@ -77,11 +77,12 @@ impl Context {
     /// Sets the transport profile the group's ranks run ([SR-010]; the
     /// default is go-back-N). Under SR a Mode II context keeps each edge's
     /// newest SACK so that a Broadcast's root hears the intersection of
-    /// its receivers' SACKs ([WIRE-055], [SR-033]); go-back-N keeps
-    /// nothing. Modes I and III run go-back-N toward their peers and
-    /// ignore it. It allocates (one record per edge, held beside the
-    /// arena, see [`Context::transport_bytes`]): call it when the context
-    /// is installed, never on the packet path. [SR-036]
+    /// its receivers' SACKs ([WIRE-055], [SR-033]), and a Mode III
+    /// context runs SR on every hop (§17.10, [SR-050]); go-back-N keeps
+    /// nothing. Mode I runs go-back-N toward its peers and ignores it. It
+    /// allocates (records per edge, held beside the arena, see
+    /// [`Context::transport_bytes`]): call it when the context is
+    /// installed, never on the packet path. [SR-036]
     pub fn set_transport(&mut self, transport: crate::roce::Transport) {
         match &mut self.mode {
             ModeState::Translated(m) => m.set_transport(transport),
