@@ -699,7 +699,8 @@ impl Case {
         if t.per_pattern && self.mode == 1 {
             return Err(self.invalid("transport.per_pattern: Modes II and III only"));
         }
-        // Modes I and III run go-back-N toward the ranks. [SR-030]
+        // Mode I runs go-back-N toward the ranks; Mode III's SR per hop
+        // (§17.11) has no case in this format yet. [SR-030] [SR-041]
         if t.profile == Profile::Sr && self.mode != 2 {
             return Err(self.invalid("transport.profile sr: Mode II only"));
         }

@@ -142,9 +142,10 @@ impl ManagerSection {
 /// The modes in which this switch's engine runs the SR transport profile:
 /// Mode II, which reflects an AllReduce rank's SACK as the SACK of its own
 /// data and takes every other one as the ACK of its cumulative point or
-/// the NAK of its first hole (SPEC §17.7). Modes I and III recover per hop
-/// with go-back-N toward the ranks. [MGR-015] [SR-030] [SR-031] [SR-032]
-pub const SR_MODES: [Mode; 1] = [Mode::Translated];
+/// the NAK of its first hole (SPEC §17.7), and Mode III, whose hops run SR
+/// themselves (§17.11). Mode I recovers per edge with go-back-N toward the
+/// ranks. [MGR-015] [SR-030] [SR-031] [SR-032] [SR-050]
+pub const SR_MODES: [Mode; 2] = [Mode::Translated, Mode::Augmented];
 
 /// What an engine configured as `e` can do: every mode, type, op and
 /// collective, its arena, context and edge limits, and SR in

@@ -1,6 +1,6 @@
 //! The transport profile per group: the manager grants SR only where
 //! every switch of the tree reports it in the group's mode and the SPEC
-//! defines SR for that mode (Mode II); a request that prefers SR gets
+//! defines SR for that mode (Modes II and III); a request that prefers SR gets
 //! go-back-N elsewhere, one that requires it a typed refusal.
 //! [MGR-044] [MGR-045] [SR-040] [SR-041]
 
@@ -15,8 +15,8 @@ use manager::resources::Grant;
 use manager::topology::{ClosSpec, Topology};
 use manager::{Fallback, Policy, SwitchId};
 
-/// A k = 4 fat-tree whose switches run SR in `sr` (Modes II and III: a
-/// switch may claim more than the SPEC defines).
+/// A k = 4 fat-tree whose switches run SR in `sr` (a switch may claim
+/// more than the SPEC defines: Mode I).
 fn fabric(sr: &[Mode]) -> Topology {
     ClosSpec::fat_tree(4)
         .build(&Capabilities::full(1 << 20).with_sr(sr.iter().copied()))
@@ -54,28 +54,28 @@ fn init(topo: &Topology, req: &GroupRequest) -> Result<Grant, Fallback> {
     }
 }
 
-/// [MGR-045] [SR-041] Where every switch runs SR: a Mode II group that
-/// prefers or requires SR gets it; Modes I and III get go-back-N even
+/// [MGR-045] [SR-041] Where every switch runs SR: a Mode II or Mode III
+/// group that prefers or requires SR gets it; Mode I gets go-back-N even
 /// from switches that claim SR there (the SPEC defines none yet); a
 /// request for go-back-N gets go-back-N.
 #[test]
-fn sr_is_granted_in_mode_ii_where_every_switch_runs_it() {
-    let topo = fabric(&[Mode::Translated, Mode::Augmented]);
-    for t in [TransportRequest::PreferSr, TransportRequest::RequireSr] {
-        let g = init(&topo, &request(&topo, Some(Mode::Translated), t)).unwrap();
-        assert_eq!(
-            (g.mode, g.transport),
-            (Mode::Translated, TransportProfile::Sr)
-        );
+fn sr_is_granted_in_modes_ii_and_iii_where_every_switch_runs_it() {
+    let topo = fabric(&[Mode::Terminated, Mode::Translated, Mode::Augmented]);
+    for mode in [Mode::Translated, Mode::Augmented] {
+        for t in [TransportRequest::PreferSr, TransportRequest::RequireSr] {
+            let g = init(&topo, &request(&topo, Some(mode), t)).unwrap();
+            assert_eq!((g.mode, g.transport), (mode, TransportProfile::Sr));
+        }
     }
-    for mode in [Mode::Terminated, Mode::Augmented] {
-        let g = init(
-            &topo,
-            &request(&topo, Some(mode), TransportRequest::PreferSr),
-        )
-        .unwrap();
-        assert_eq!((g.mode, g.transport), (mode, TransportProfile::Gbn));
-    }
+    let g = init(
+        &topo,
+        &request(&topo, Some(Mode::Terminated), TransportRequest::PreferSr),
+    )
+    .unwrap();
+    assert_eq!(
+        (g.mode, g.transport),
+        (Mode::Terminated, TransportProfile::Gbn)
+    );
     let g = init(
         &topo,
         &request(&topo, Some(Mode::Translated), TransportRequest::Gbn),
@@ -83,8 +83,20 @@ fn sr_is_granted_in_mode_ii_where_every_switch_runs_it() {
     .unwrap();
     assert_eq!(g.transport, TransportProfile::Gbn);
     // With no mode asked for, preferring SR does not change the mode: the
-    // manager picks Mode III, over go-back-N.
+    // manager picks Mode III, on SR.
     let g = init(&topo, &request(&topo, None, TransportRequest::PreferSr)).unwrap();
+    assert_eq!(
+        (g.mode, g.transport),
+        (Mode::Augmented, TransportProfile::Sr)
+    );
+    // Switches that run SR in Mode II only: Mode III preferring SR gets
+    // go-back-N.
+    let two = fabric(&[Mode::Translated]);
+    let g = init(
+        &two,
+        &request(&two, Some(Mode::Augmented), TransportRequest::PreferSr),
+    )
+    .unwrap();
     assert_eq!(
         (g.mode, g.transport),
         (Mode::Augmented, TransportProfile::Gbn)
@@ -93,7 +105,7 @@ fn sr_is_granted_in_mode_ii_where_every_switch_runs_it() {
 
 /// [MGR-044] Requiring SR with no mode asked for picks the highest mode
 /// every switch runs SR in; requiring it in a mode without SR is refused
-/// with the mode named.
+/// with the mode named (and the switch, where the SPEC defines SR there).
 #[test]
 fn requiring_sr_picks_its_mode_or_is_refused() {
     let topo = fabric(&[Mode::Translated]);
@@ -102,19 +114,37 @@ fn requiring_sr_picks_its_mode_or_is_refused() {
         (g.mode, g.transport),
         (Mode::Translated, TransportProfile::Sr)
     );
+    // Mode III: the SPEC defines SR there, these switches do not run it.
     let f = init(
         &topo,
         &request(&topo, Some(Mode::Augmented), TransportRequest::RequireSr),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            f,
+            Fallback::Transport {
+                switch: Some(_),
+                mode: Mode::Augmented
+            }
+        ),
+        "{f:?}"
+    );
+    assert!(f.to_string().contains("SR"), "{f}");
+    // Mode I: the SPEC defines no SR there, whatever a switch reports.
+    let all = fabric(&[Mode::Terminated, Mode::Translated, Mode::Augmented]);
+    let f = init(
+        &all,
+        &request(&all, Some(Mode::Terminated), TransportRequest::RequireSr),
     )
     .unwrap_err();
     assert_eq!(
         f,
         Fallback::Transport {
             switch: None,
-            mode: Mode::Augmented
+            mode: Mode::Terminated
         }
     );
-    assert!(f.to_string().contains("SR"), "{f}");
 }
 
 /// [MGR-045] [MGR-044] One switch of the tree without SR (an older agent):

@@ -128,8 +128,8 @@ pub struct ExperimentConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ExperimentError {
     /// Selective retransmission asked for in a mode whose switches run
-    /// go-back-N toward the ranks (Modes I and III). [SR-010]
-    #[error("--transport sr: Mode {mode} switches run go-back-N toward the ranks; SR runs in Mode 2 only")]
+    /// go-back-N toward the ranks (Mode I). [SR-010] [SR-041]
+    #[error("--transport sr: Mode {mode} switches run go-back-N toward the ranks; SR runs in Modes 2 and 3 only")]
     TransportMode {
         /// The mode (1 or 3).
         mode: u8,
@@ -429,6 +429,9 @@ fn stats(cluster: &Cluster) -> RunStats {
                 s.switch_naks += c.tx_naks as f64;
                 s.switch_retransmits += c.tx_retransmits as f64;
                 s.switch_timeouts += c.timeouts as f64;
+                s.switch_sacks += c.tx_sacks as f64;
+                s.switch_selective_resends += c.selective_resends as f64;
+                s.switch_probes += c.probes as f64;
             }
             IncNode::External(_) => {}
         }
@@ -441,9 +444,10 @@ impl Experiment {
     /// front) so that a bad configuration fails before any run.
     pub fn new(cfg: ExperimentConfig) -> Result<Experiment, ExperimentError> {
         if cfg.transport != epic_proto::roce::Transport::Gbn {
-            if let Some(m) = cfg.modes.iter().find(|m| **m != Mode::Translated) {
-                let mode = if *m == Mode::Terminated { 1 } else { 3 };
-                return Err(ExperimentError::TransportMode { mode });
+            // Mode III runs SR per hop (§17.11); Mode I's edges run
+            // go-back-N. [SR-041]
+            if cfg.modes.contains(&Mode::Terminated) {
+                return Err(ExperimentError::TransportMode { mode: 1 });
             }
         }
         let points = cfg.plan()?;

@@ -12,9 +12,11 @@
 //! `fixtures/traces/inc/mode2-sr-<collective>/`: rank 0's losses come back
 //! as SACKs, which the switch reflects (AllReduce), forwards as the NAK of
 //! the first hole (Reduce) or merges by intersection toward the root
-//! (Broadcast).
+//! (Broadcast). Mode III runs them on SR too, into
+//! `fixtures/traces/inc/mode3-sr-<collective>/`: every hop keeps data after
+//! a gap, answers with SACKs and resends only the holes (§17.11).
 //!
-//! SPEC: [SR-031] [SR-032] [SR-033] [WIRE-052] [ENG-001] [ENG-053] [M1-001] [M1-031] [M1-033] [M2-014] [M2-031] [M3-021] [M3-031]
+//! SPEC: [SR-051] [SR-052] [SR-053] [SR-031] [SR-032] [SR-033] [WIRE-052] [ENG-001] [ENG-053] [M1-001] [M1-031] [M1-033] [M2-014] [M2-031] [M3-021] [M3-031]
 //! [CTL-015]
 #![allow(
     clippy::unwrap_used,
@@ -113,6 +115,14 @@ fn golden_traces_of_every_link() {
 #[test]
 fn golden_sr_traces_of_every_link() {
     let sacks = check(Mode::Translated, Transport::SR);
+    assert!(sacks > 0, "10 % loss on rank 0's link and not one SACK");
+}
+
+/// [SR-051] [SR-052] [SR-053] Mode III with SR hops: the hops' SACKs are
+/// on the wire, and the traces are as golden as go-back-N's.
+#[test]
+fn golden_mode3_sr_traces_of_every_link() {
+    let sacks = check(Mode::Augmented, Transport::SR);
     assert!(sacks > 0, "10 % loss on rank 0's link and not one SACK");
 }
 

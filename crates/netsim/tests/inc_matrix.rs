@@ -40,7 +40,7 @@ fn lossy_matrix() {
 /// seeds), every result checked (AllReduce SACKs reflected, a Broadcast's
 /// merged, a Reduce's forwarded to its senders, the rest taken as the ACK
 /// of their cumulative point or the NAK of its first hole); and SR
-/// refused toward Modes I and III, whose switches run go-back-N.
+/// refused toward Mode I, whose switches run go-back-N ([SR-041]).
 #[test]
 fn sr_lossy_matrix() {
     inc_common::lossy_matrix("Translated sr", |topo, link, seed| {
@@ -50,14 +50,62 @@ fn sr_lossy_matrix() {
         cfg.transport = epic_proto::roce::Transport::SR;
         netsim::inc::Cluster::build(cfg).unwrap()
     });
-    for mode in [Mode::Terminated, Mode::Augmented] {
-        let mut cfg = netsim::inc::ClusterConfig::new("tree-2-4".parse().unwrap(), mode);
+    let mut cfg = netsim::inc::ClusterConfig::new("tree-2-4".parse().unwrap(), Mode::Terminated);
+    cfg.transport = epic_proto::roce::Transport::SR;
+    assert!(matches!(
+        netsim::inc::Cluster::build(cfg),
+        Err(netsim::inc::ClusterError::Transport { .. })
+    ));
+}
+
+/// [SR-050]…[SR-056] [SR-041] The SR profile in Mode III, per hop: every
+/// collective under 1, 5 and 15 % loss with reordering and duplication on
+/// Tree-2-4 and Tree-3-2 (so rank→switch, switch→switch and switch→rank
+/// hops), `EPIC_INC_SWEEP=full`: 20 seeds, every result checked.
+#[test]
+fn sr_lossy_matrix_mode3() {
+    inc_common::lossy_matrix("Augmented sr", |topo, link, seed| {
+        let mut cfg = netsim::inc::ClusterConfig::new(topo.parse().unwrap(), Mode::Augmented);
+        cfg.link = link;
+        cfg.seed = seed + 1;
         cfg.transport = epic_proto::roce::Transport::SR;
-        assert!(matches!(
-            netsim::inc::Cluster::build(cfg),
-            Err(netsim::inc::ClusterError::Transport { .. })
-        ));
+        netsim::inc::Cluster::build(cfg).unwrap()
+    });
+}
+
+/// [SR-052] [SR-053] Under loss a Mode III SR tree does run per hop: its
+/// switches send SACKs and resend selectively, and never NAK a gap.
+#[test]
+fn sr_mode3_hops_sack_and_resend_selectively() {
+    let mut cfg = netsim::inc::ClusterConfig::new("tree-3-2".parse().unwrap(), Mode::Augmented);
+    cfg.link = LinkConfig::lossy(0.05, 0.05, 0.0);
+    cfg.seed = 3;
+    cfg.transport = epic_proto::roce::Transport::SR;
+    let mut cl = netsim::inc::Cluster::build(cfg).unwrap();
+    let k = case(
+        epic_proto::wire::Collective::AllReduce,
+        epic_proto::wire::DataType::Int32,
+        epic_proto::wire::ReduceOp::Sum,
+        0,
+        4,
+        150_000,
+        3,
+    );
+    check(&mut cl, &k, "mode 3 sr allreduce under 5 % loss");
+    let (mut sacks, mut selective, mut rx_sacks) = (0, 0, 0);
+    for s in &cl.switches {
+        let Some(netsim::inc::IncNode::Switch(e)) = cl.sim.node(*s) else {
+            panic!("no switch");
+        };
+        let c = e.counters();
+        sacks += c.tx_sacks;
+        selective += c.selective_resends;
+        rx_sacks += c.rx_sacks;
     }
+    assert!(
+        sacks > 0 && selective > 0 && rx_sacks > 0,
+        "SACKs sent {sacks}, received {rx_sacks}, selective resends {selective}"
+    );
 }
 
 /// [SR-031] Under loss the SR ranks do exchange SACKs through the switch:

@@ -77,14 +77,17 @@ impl Context {
     /// Sets the transport profile the group's ranks run ([SR-010]; the
     /// default is go-back-N). Under SR a Mode II context keeps each edge's
     /// newest SACK so that a Broadcast's root hears the intersection of
-    /// its receivers' SACKs ([WIRE-055], [SR-033]); go-back-N keeps
-    /// nothing. Modes I and III run go-back-N toward their peers and
-    /// ignore it. It allocates (one record per edge, held beside the
-    /// arena, see [`Context::transport_bytes`]): call it when the context
-    /// is installed, never on the packet path. [SR-036]
+    /// its receivers' SACKs ([WIRE-055], [SR-033]), and a Mode III
+    /// context runs SR on every hop (§17.11, [SR-050]); go-back-N keeps
+    /// nothing. Mode I runs go-back-N toward its peers and ignores it. It
+    /// allocates (records per edge, held beside the arena, see
+    /// [`Context::transport_bytes`]): call it when the context is
+    /// installed, never on the packet path. [SR-036]
     pub fn set_transport(&mut self, transport: crate::roce::Transport) {
-        if let ModeState::Translated(m) = &mut self.mode {
-            m.set_transport(transport);
+        match &mut self.mode {
+            ModeState::Translated(m) => m.set_transport(transport),
+            ModeState::Augmented(m) => m.set_transport(transport),
+            _ => {}
         }
     }
 
@@ -93,6 +96,7 @@ impl Context {
     pub fn transport_bytes(&self) -> usize {
         match &self.mode {
             ModeState::Translated(m) => m.sack_bytes(),
+            ModeState::Augmented(m) => m.sr_bytes(),
             _ => 0,
         }
     }

@@ -123,11 +123,16 @@ pub struct EngineCounters {
     pub rx_sacks: u64,
     /// Mode II: SACKs sent (reflected to a rank [SR-031], merged toward
     /// a Broadcast's root [SR-034], forwarded to a Reduce's senders
-    /// [SR-038]).
+    /// [SR-038]); Mode III under SR: SACKs a hop sent its peer ([SR-052]).
     pub tx_sacks: u64,
     /// Mode II: SACKs of a Reduce's root forwarded to a sender, among
     /// `tx_sacks`. [SR-038]
     pub sack_forwards: u64,
+    /// Mode III under SR: PSNs a SACK or a NAK marked for a selective
+    /// resend. [SR-053]
+    pub selective_resends: u64,
+    /// Mode III under SR: tail-loss probes. [SR-055]
+    pub probes: u64,
     /// Aggregations completed (a slot reached its fan-in).
     pub aggregations: u64,
     /// Data packets retransmitted: Mode III's, and Mode I's edge

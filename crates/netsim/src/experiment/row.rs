@@ -25,6 +25,13 @@ pub struct RunStats {
     pub switch_retransmits: f64,
     /// Mode III: switch retransmission timer expiries.
     pub switch_timeouts: f64,
+    /// Mode III under SR: SACKs the switches sent. [SR-052]
+    pub switch_sacks: f64,
+    /// Mode III under SR: PSNs a SACK or NAK marked for a selective resend
+    /// at a switch. [SR-053]
+    pub switch_selective_resends: f64,
+    /// Mode III under SR: tail-loss probes of the switches. [SR-055]
+    pub switch_probes: f64,
 }
 
 impl RunStats {
@@ -39,6 +46,9 @@ impl RunStats {
         self.switch_naks += other.switch_naks;
         self.switch_retransmits += other.switch_retransmits;
         self.switch_timeouts += other.switch_timeouts;
+        self.switch_sacks += other.switch_sacks;
+        self.switch_selective_resends += other.switch_selective_resends;
+        self.switch_probes += other.switch_probes;
     }
 
     /// Divides every counter by `n` (the mean over `n` iterations).
@@ -54,6 +64,9 @@ impl RunStats {
             &mut self.switch_naks,
             &mut self.switch_retransmits,
             &mut self.switch_timeouts,
+            &mut self.switch_sacks,
+            &mut self.switch_selective_resends,
+            &mut self.switch_probes,
         ] {
             *v /= n;
         }

@@ -63,8 +63,9 @@ pub struct ClusterConfig {
     /// [CTL-050]
     pub per_pattern: bool,
     /// The ranks' transport profile: go-back-N (default) or selective
-    /// retransmission ([SR-010]). Only Mode II switches carry SR between
-    /// ranks ([SR-031]); Mode I's edge endpoints and Mode III's hops run
+    /// retransmission ([SR-010]). Mode II switches carry SR between ranks
+    /// ([SR-031]); Mode III's hops run it themselves (§17.11, the switches'
+    /// contexts get the profile, [SR-036]); Mode I's edge endpoints run
     /// go-back-N, so SR toward them is refused ([WIRE-052]: SR only
     /// between devices that run it).
     pub transport: Transport,
@@ -282,7 +283,7 @@ pub enum ClusterError {
     /// A host refused its QP configuration.
     Qp(ConfigError),
     /// The ranks' transport profile is not one the switches' mode runs
-    /// (SR with Mode I or III). [SR-010]
+    /// (SR with Mode I). [SR-010] [SR-041]
     Transport {
         /// The mode.
         mode: Mode,
@@ -445,7 +446,8 @@ fn switch_engine(cfg: &ClusterConfig, tree: &IncTree, i: usize) -> Result<IncEng
         if let Some(c) = eng.context_mut(group) {
             c.set_start_psn(cfg.start_psn);
             // The group's profile: under SR a Mode II Broadcast merges its
-            // receivers' SACKs toward the root. [SR-036]
+            // receivers' SACKs toward the root, and Mode III's hops run SR.
+            // [SR-036] [SR-050]
             c.set_transport(cfg.transport);
         }
     }
@@ -475,7 +477,7 @@ impl Cluster {
         mut replace: Option<Replace<'_>>,
     ) -> Result<Cluster, ClusterError> {
         let tree = IncTree::new(cfg.tree).map_err(ClusterError::Topology)?;
-        if cfg.transport != Transport::Gbn && cfg.mode != Mode::Translated {
+        if cfg.transport != Transport::Gbn && cfg.mode == Mode::Terminated {
             return Err(ClusterError::Transport { mode: cfg.mode });
         }
         let mut sim = Sim::new(cfg.seed);

@@ -5,6 +5,7 @@
 
 mod credit;
 mod pipes;
+mod sr;
 mod state;
 
 pub(crate) use state::Augmented;

@@ -23,7 +23,8 @@ use crate::engine::shared::Shared;
 use crate::psn::Psn;
 use crate::roce::rnr_delay;
 use crate::wire::{
-    AethRepr, EpicHeaderRepr, ExtHeaders, NakCode, Opcode, RoceFrame, Syndrome, EPIC_HEADER_LEN,
+    AethRepr, EpicHeaderRepr, ExtHeaders, NakCode, Opcode, RoceFrame, SackRepr, Syndrome,
+    EPIC_HEADER_LEN,
 };
 
 /// A packet entering a pipe.
@@ -179,7 +180,8 @@ impl Augmented {
         let reproducible = inv.header.flags.reproducible && s.cfg.reproducible;
         let fanin = s.shape.fanin(pattern, pkt.pipe);
         let ordinal = s.shape.input_ordinal(pattern, pkt.pipe, ep);
-        let Augmented { up, down, hops } = self;
+        let sr = self.sr_on();
+        let Augmented { up, down, hops, .. } = self;
         let pipe = match pkt.pipe {
             PipeId::Up => up,
             PipeId::Down => down,
@@ -206,7 +208,7 @@ impl Augmented {
                 if pkt.psn == h.epsn {
                     h.nak_sent = false;
                 }
-                if let Some(r) = send_ack(h, Arrival::Gap) {
+                if let Some(r) = Self::reply(sr, h, Arrival::Gap) {
                     e.queue_response(r);
                 }
             }
@@ -275,7 +277,7 @@ impl Augmented {
         self.advance_epsn(s, ep);
         let limit = self.rank_ack_limit(ep);
         if let (Some(h), Some(e)) = (self.hops.get_mut(ep.index()), s.eps.get_mut(ep.index())) {
-            if let Some(r) = send_ack(h, arrival) {
+            if let Some(r) = Self::reply(sr, h, arrival) {
                 if hold_rank_ack(h, e.cfg.peer, r, limit, arrival) {
                     e.queue_response(r);
                 }
@@ -416,7 +418,7 @@ impl Augmented {
                     .get(o.index())
                     .is_some_and(|h| !h.last_acked.is_before(q))
             });
-            let Augmented { up, down, hops } = self;
+            let Augmented { up, down, hops, .. } = self;
             let pipe = if id == PipeId::Up { up } else { down };
             let slot = pipe.slot_of(q);
             let local_ok =
@@ -531,6 +533,8 @@ impl Augmented {
                 }
                 // Never past a switch peer's range. [M3-027]
                 Some(_) if h.peer_edge.is_some_and(|e| !q.is_before(e)) => return None,
+                // Never past what an SR hop keeps records of. [SR-053]
+                Some(_) if self.sr_full(ep, q) => return None,
                 Some(p) => return self.pipe(p).holds_complete(q).then_some((q, p, slot)),
             }
         }
@@ -545,7 +549,12 @@ impl Augmented {
         ep: EdgeId,
         buf: &mut [u8],
     ) -> Option<usize> {
-        let (q, pid, slot_i) = self.ready(s, ep)?;
+        // Under SR the PSNs marked for a resend go first. [SR-053]
+        let resend = self.resend_ready(s, ep);
+        let (q, pid, slot_i) = match resend {
+            Some(r) => r,
+            None => self.ready(s, ep)?,
+        };
         let inv = s.invs.get(slot_i)?;
         let control = q == inv.control_psn;
         let reduction = if control || pid == PipeId::Down {
@@ -595,17 +604,31 @@ impl Augmented {
                 }
             }
         };
-        let timeout = io.cfg.retransmit_timeout;
+        let mut timeout = io.cfg.retransmit_timeout;
         let h = self.hops.get_mut(ep.index())?;
         // The first packet outstanding starts the retransmission timer,
         // whatever a credit probe timer had armed. [M3-027] [M3-040]
         let idle = h.last_acked == h.max_sent;
-        if !q.is_after(h.max_sent) {
+        let retransmit = !q.is_after(h.max_sent);
+        if retransmit {
             io.counters.tx_retransmits += 1;
         } else {
             h.max_sent = q;
         }
-        h.next_send = q.next();
+        if let Some(sr) = self.sr.get_mut(ep.index()) {
+            // SR: the send is recorded, the timers come from the hop's
+            // estimator, the probe is armed after each new packet, and a
+            // resend leaves the next new PSN where it was. [SR-053]
+            // [SR-054] [SR-055]
+            sr.on_sent(q, io.now, retransmit);
+            timeout = sr.rtt.rto();
+            if !retransmit {
+                sr.probe_at = Some(sr.rtt.pto_deadline(io.now));
+            }
+        }
+        if resend.is_none() {
+            h.next_send = q.next();
+        }
         if core::mem::take(&mut h.probe) {
             // The probe went: held again right after it. [M3-027]
             h.peer_edge = Some(q.next());
@@ -616,8 +639,10 @@ impl Augmented {
         Some(len)
     }
 
-    /// ACK/NAK in Mode III: ReceiveAck, psnStart, and go-back-N on a NAK.
-    /// [M3-030]…[M3-041]
+    /// ACK/NAK in Mode III: ReceiveAck, psnStart, and go-back-N on a NAK;
+    /// under SR a NAK marks its PSN alone for a resend, and the bitmap of
+    /// a SACK (`sack`, whose cumulative point is `psn`) marks the holes.
+    /// [M3-030]…[M3-041] [SR-053]
     pub(crate) fn ack_msg(
         &mut self,
         s: &mut Shared,
@@ -625,9 +650,13 @@ impl Augmented {
         ep: EdgeId,
         psn: Psn,
         aeth: AethRepr,
+        sack: Option<&SackRepr>,
     ) {
-        let timeout = io.cfg.retransmit_timeout;
         let now = io.now;
+        let mut sr = self.sr.get_mut(ep.index());
+        let timeout = sr
+            .as_ref()
+            .map_or(io.cfg.retransmit_timeout, |r| r.rtt.rto());
         let Some(e) = self.hops.get_mut(ep.index()) else {
             return;
         };
@@ -658,15 +687,47 @@ impl Augmented {
         let before = e.last_acked;
         let advanced = receive_ack(e, through, now, timeout);
         let after = e.last_acked;
-        if resend {
-            let from = if psn.is_after(e.max_sent) {
-                e.max_sent.next()
-            } else {
-                psn
-            };
-            retransmission(e, from, now, timeout);
-        } else if !advanced && !widened {
-            io.drop(EngineDropReason::AckIgnored);
+        let mut news = false;
+        if let Some(r) = sr.as_deref_mut() {
+            // SR: the records the ACK passed go, with a round-trip sample;
+            // the timers restart from the new estimate. [SR-053] [SR-054]
+            r.on_acked(before, after, now);
+            if sack.is_none() && !resend {
+                // A plain ACK from an SR peer says it holds nothing after
+                // its cumulative point (it would SACK otherwise). [SR-053]
+                r.unsack_in_flight(e);
+            }
+            if let Some(k) = sack {
+                let (n, marked) = r.on_sack(e, k, now);
+                news = n;
+                io.counters.selective_resends += u64::from(marked);
+            }
+            if advanced || news {
+                let outstanding = e.max_sent.is_after(e.last_acked);
+                e.deadline = outstanding.then(|| r.rtt.rto_deadline(now));
+                r.probe_at = outstanding.then(|| r.rtt.pto_deadline(now));
+            }
+            if !e.max_sent.is_after(e.last_acked) {
+                r.clear_all_lost();
+            }
+        }
+        match sr {
+            // SR: a NAK names one PSN the peer lacks; that one alone is
+            // resent, at once. [SR-053]
+            Some(r) if resend => {
+                let in_flight = psn.is_after(e.last_acked) && !psn.is_after(e.max_sent);
+                io.counters.selective_resends += u64::from(in_flight && r.force_lost(psn));
+            }
+            None if resend => {
+                let from = if psn.is_after(e.max_sent) {
+                    e.max_sent.next()
+                } else {
+                    psn
+                };
+                retransmission(e, from, now, timeout);
+            }
+            _ if !advanced && !widened && !news => io.drop(EngineDropReason::AckIgnored),
+            _ => {}
         }
         // A switch that holds us to an edge gets a probe if no ACK comes
         // for a timeout: the ACK that widened it may have been lost.
@@ -710,11 +771,13 @@ impl Augmented {
         }
     }
 
-    /// Retransmission timers and RNR waits that are due. [M3-040]
+    /// Retransmission timers and RNR waits that are due; under SR also the
+    /// probe timers. [M3-040] [SR-054] [SR-055]
     pub(crate) fn timeouts(&mut self, s: &mut Shared, io: &mut Io<'_>) {
         let now = io.now;
         let timeout = io.cfg.retransmit_timeout;
         for (i, e) in self.hops.iter_mut().enumerate() {
+            let mut sr = self.sr.get_mut(i);
             let i = EdgeId(u16::try_from(i).unwrap_or(u16::MAX));
             if e.rnr_until.is_some_and(|t| t <= now) {
                 e.rnr_until = None;
@@ -736,12 +799,35 @@ impl Augmented {
             }
             if e.deadline.is_some_and(|t| t <= now) {
                 io.counters.timeouts += 1;
-                let from = e.last_acked.next();
-                if !retransmission(e, from, now, timeout) {
-                    // Nothing unacknowledged: the timer stops.
-                    e.deadline = None;
+                if let Some(r) = sr.as_deref_mut() {
+                    // SR: the oldest PSN unacknowledged and every PSN in
+                    // flight no SACK reported are resent; never go-back-N.
+                    // [SR-054]
+                    if e.max_sent.is_after(e.last_acked) {
+                        r.on_timeout(e);
+                        e.deadline = Some(r.rtt.rto_deadline(now));
+                    } else {
+                        e.deadline = None;
+                        r.probe_at = None;
+                    }
+                } else {
+                    let from = e.last_acked.next();
+                    if !retransmission(e, from, now, timeout) {
+                        // Nothing unacknowledged: the timer stops.
+                        e.deadline = None;
+                    }
                 }
                 s.list(io, i);
+            }
+            if let Some(r) = sr.filter(|r| r.probe_at.is_some_and(|t| t <= now)) {
+                // SR: nothing acknowledged for a probe timeout after the
+                // last new packet: the newest PSN not reported goes again.
+                // [SR-055]
+                r.probe_at = None;
+                if e.max_sent.is_after(e.last_acked) && e.rnr_until.is_none() && r.on_probe(e) {
+                    io.counters.probes += 1;
+                    s.list(io, i);
+                }
             }
         }
     }

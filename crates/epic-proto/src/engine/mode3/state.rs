@@ -4,6 +4,7 @@
 use alloc::vec::Vec;
 use core::mem::size_of;
 
+use super::sr::SrHop;
 use crate::engine::alignment::Flow;
 use crate::engine::config::{ContextConfig, INVOCATION_SLOTS};
 use crate::engine::counters::EngineDropReason;
@@ -19,7 +20,7 @@ use crate::engine::pipe::Pipe;
 use crate::engine::shared::Shared;
 use crate::psn::Psn;
 use crate::time::Instant;
-use crate::wire::{AethRepr, EpicHeaderRepr, RoceFrame};
+use crate::wire::{AethRepr, EpicHeaderRepr, RoceFrame, SackPacket, SackRepr};
 
 /// Mode III's state: the Up (aggregation) and Down (broadcast) pipes and
 /// one [`Hop`] per edge. [M3-001]
@@ -29,6 +30,9 @@ pub(crate) struct Augmented {
     pub(crate) down: Pipe,
     /// One per edge.
     pub(crate) hops: Vec<Hop>,
+    /// Under the SR profile, one per edge: each hop's send state
+    /// ([SR-053]); empty under go-back-N. [SR-050]
+    pub(crate) sr: Vec<SrHop>,
 }
 
 impl Augmented {
@@ -43,6 +47,7 @@ impl Augmented {
             up: Pipe::new(PipeId::Up, n, 2 * u, raw_children(cfg), u, start),
             down: Pipe::new(PipeId::Down, n, u, 0, 0, start),
             hops: (0..s.eps.len()).map(|_| Hop::new(n, n, start)).collect(),
+            sr: Vec::new(),
         }
     }
 
@@ -87,6 +92,7 @@ impl ModeMachine for Augmented {
         s.eps.get(ep.index()).is_some_and(|e| e.response.is_some())
             || self.hops.get(ep.index()).is_some_and(|h| h.cnp)
             || self.ready(s, ep).is_some()
+            || self.resend_ready(s, ep).is_some()
     }
 
     /// The pending response, then a CNP, then the next data packet.
@@ -98,6 +104,10 @@ impl ModeMachine for Augmented {
         buf: &mut [u8],
     ) -> Option<usize> {
         self.stamp_response(s, ep);
+        // Under SR an ACK sent while a gap is open is a SACK. [SR-052]
+        if let Some(sent) = self.transmit_sack(s, io, ep, buf) {
+            return sent;
+        }
         if let Some(sent) = s.transmit_response(io, ep, buf) {
             return sent;
         }
@@ -117,7 +127,12 @@ impl ModeMachine for Augmented {
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        self.hops.iter().filter_map(Hop::deadline).min()
+        let hops = self.hops.iter().filter_map(Hop::deadline).min();
+        let probes = self.sr.iter().filter_map(|r| r.probe_at).min();
+        match (hops, probes) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn timeout(&mut self, s: &mut Shared, io: &mut Io<'_>) {
@@ -129,6 +144,9 @@ impl ModeMachine for Augmented {
         self.down.psn_start = start;
         for h in &mut self.hops {
             h.set_start_psn(start);
+        }
+        for r in &mut self.sr {
+            r.reset();
         }
     }
 
@@ -186,6 +204,24 @@ impl Translating for Augmented {
     }
 
     fn ack(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, psn: Psn, aeth: AethRepr) {
-        self.ack_msg(s, io, ep, psn, aeth);
+        self.ack_msg(s, io, ep, psn, aeth, None);
+    }
+
+    /// Under go-back-N the ACK of its cumulative point ([SR-030]); under
+    /// SR the bitmap also marks the holes for a resend. [SR-053]
+    fn sack(
+        &mut self,
+        s: &mut Shared,
+        io: &mut Io<'_>,
+        ep: EdgeId,
+        psn: Psn,
+        aeth: AethRepr,
+        sacketh: &[u8],
+    ) {
+        let sack = self
+            .sr_on()
+            .then(|| SackRepr::parse(&SackPacket::new_unchecked(sacketh), psn).ok())
+            .flatten();
+        self.ack_msg(s, io, ep, psn, aeth, sack.as_ref());
     }
 }
