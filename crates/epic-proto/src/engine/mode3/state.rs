@@ -20,7 +20,7 @@ use crate::engine::pipe::Pipe;
 use crate::engine::shared::Shared;
 use crate::psn::Psn;
 use crate::time::Instant;
-use crate::wire::{AethRepr, EpicHeaderRepr, RoceFrame, SackPacket, SackRepr};
+use crate::wire::{AethRepr, EpicHeaderRepr, RoceFrame, SackRepr};
 
 /// Mode III's state: the Up (aggregation) and Down (broadcast) pipes and
 /// one [`Hop`] per edge. [M3-001]
@@ -214,14 +214,11 @@ impl Translating for Augmented {
         s: &mut Shared,
         io: &mut Io<'_>,
         ep: EdgeId,
-        psn: Psn,
         aeth: AethRepr,
-        sacketh: &[u8],
+        sack: &SackRepr,
     ) {
-        let sack = self
-            .sr_on()
-            .then(|| SackRepr::parse(&SackPacket::new_unchecked(sacketh), psn).ok())
-            .flatten();
-        self.ack_msg(s, io, ep, psn, aeth, sack.as_ref());
+        let psn = sack.cumulative();
+        let sack = self.sr_on().then_some(sack);
+        self.ack_msg(s, io, ep, psn, aeth, sack);
     }
 }
