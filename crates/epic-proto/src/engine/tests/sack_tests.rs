@@ -626,3 +626,30 @@ fn mode2_reduce_sack_is_a_nak_without_the_sr_profile() {
     }
     assert_eq!(r.eng.counters().tx_sacks, 0);
 }
+
+/// [SR-038] The SACK toward a sender reports no PSN after its
+/// invocation's last data PSN (108), even when the senders have sent the
+/// next invocation's data (110) and the root reports it: the next
+/// invocation's acknowledgements are its own.
+#[test]
+fn mode2_sr_reduce_forwarded_sack_stays_in_its_invocation() {
+    let mut r = reduce(sr(), 108, &[]);
+    let c2 = psn(109);
+    let h = header(2, Collective::Reduce, 0, c2, 8);
+    for ep in 0..4 {
+        r.control(ep, c2, &h);
+    }
+    r.sent();
+    for ep in 1..4 {
+        r.data(ep, psn(110), &block(ep, 110));
+    }
+    r.sent();
+    // Root: cumulative 105, holds 107 and 110 (bits 1 and 4).
+    let f = sack_frame(&r, 0, psn(105), &[0x4800_0000]);
+    r.deliver(0, &f);
+    let heard = senders_heard(&r.sent());
+    for (ep, (sacks, _)) in heard.iter().enumerate().skip(1) {
+        assert_eq!(sacks.len(), 1, "{ep}: {sacks:?}");
+        assert_eq!(reported(&sacks[0]), [psn(107)], "{ep}");
+    }
+}
