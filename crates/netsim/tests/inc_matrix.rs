@@ -73,6 +73,39 @@ fn sr_lossy_matrix_mode3() {
     });
 }
 
+/// [SR-053] Calls of 1 MiB in a row on a Mode III SR tree: a hop whose
+/// direction carried nothing of an invocation (a Reduce's senders' edges,
+/// whose `lastAcked` stays at the control PSN while the data goes the
+/// other way) still sends the next invocation's control echo. Its send
+/// records were counted full from `lastAcked`, and the second Reduce of
+/// 1 MiB deadlocked (the simulation went idle) until only PSNs in flight
+/// counted.
+#[test]
+fn sr_mode3_big_calls_in_a_row() {
+    use epic_proto::wire::{Collective, DataType, ReduceOp};
+    for seed in 0..2u64 {
+        let mut cfg = netsim::inc::ClusterConfig::new("tree-3-2".parse().unwrap(), Mode::Augmented);
+        cfg.seed = seed + 1;
+        cfg.transport = epic_proto::roce::Transport::SR;
+        let mut cl = netsim::inc::Cluster::build(cfg).unwrap();
+        for call in 0..2u64 {
+            for c in [
+                Collective::Reduce,
+                Collective::Broadcast,
+                Collective::ReduceScatter,
+            ] {
+                let op = if c.reduces() {
+                    ReduceOp::Sum
+                } else {
+                    ReduceOp::None
+                };
+                let k = case(c, DataType::Int32, op, (call % 4) as u16, 4, 262_144, call);
+                check(&mut cl, &k, &format!("seed {seed} call {call} {c:?}"));
+            }
+        }
+    }
+}
+
 /// [SR-052] [SR-053] Under loss a Mode III SR tree does run per hop: its
 /// switches send SACKs and resend selectively, and never NAK a gap.
 #[test]

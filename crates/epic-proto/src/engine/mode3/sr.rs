@@ -517,10 +517,18 @@ impl Augmented {
     }
 
     /// Under SR, whether new PSN `q` lies beyond what hop `ep` can keep a
-    /// record of. [SR-053]
+    /// record of: only while PSNs are in flight, whose records `q`'s could
+    /// overwrite. A hop with nothing in flight keeps no record, however far
+    /// `q` is from its `lastAcked` (a direction that carried nothing of an
+    /// invocation, such as a Reduce's senders' edges, whose `lastAcked`
+    /// stays at the control PSN while the data passes the other way).
+    /// [SR-053]
     pub(crate) fn sr_full(&self, ep: EdgeId, q: Psn) -> bool {
         match (self.sr.get(ep.index()), self.hops.get(ep.index())) {
-            (Some(sr), Some(h)) => q.distance_from(h.last_acked.next()) >= sr.capacity(),
+            (Some(sr), Some(h)) => {
+                h.max_sent.is_after(h.last_acked)
+                    && q.distance_from(h.last_acked.next()) >= sr.capacity()
+            }
             _ => false,
         }
     }
