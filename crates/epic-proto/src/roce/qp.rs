@@ -548,8 +548,8 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             && !self.req.rnr_wait
             && self.timers.get(Timer::Retransmit).is_none()
         {
-            if let Some(rto) = self.cfg.ack_timeout() {
-                self.timers.set(Timer::Retransmit, now + rto);
+            if let Some(at) = self.req.credit_probe_deadline(&self.cfg, now) {
+                self.timers.set(Timer::Retransmit, at);
             }
         }
     }

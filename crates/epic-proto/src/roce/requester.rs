@@ -171,6 +171,18 @@ impl<B: AsRef<[u8]>> Requester<B> {
     }
 
     /// Whether sent PSNs await acknowledgement.
+    /// When a requester waiting for credit with nothing outstanding
+    /// probes ([RC-104]): one retransmission timeout from `now`, the
+    /// estimator's under SR (which does not use the configured `timeout`,
+    /// [SR-010]), the configured local ACK timeout under go-back-N (none
+    /// when that is infinite).
+    pub(crate) fn credit_probe_deadline(&self, cfg: &QpConfig, now: Instant) -> Option<Instant> {
+        match self.sr.as_ref() {
+            Some(sr) => Some(sr.rtt().rto_deadline(now)),
+            None => cfg.ack_timeout().map(|t| now + t),
+        }
+    }
+
     pub(crate) fn psns_outstanding(&self) -> bool {
         self.comp_psn != self.sent_psn
     }
