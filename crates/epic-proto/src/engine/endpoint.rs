@@ -3,7 +3,9 @@
 
 use super::config::EndpointConfig;
 use crate::psn::Psn;
-use crate::wire::{AckFrameRepr, AckTemplate, EthernetAddress, Qpn, Syndrome};
+use crate::wire::{
+    AckFrameRepr, AckTemplate, DataTemplate, EthernetAddress, Qpn, RoceFrameRepr, Syndrome,
+};
 use core::net::Ipv4Addr;
 
 /// An ACK or NAK waiting to go out on an endpoint.
@@ -41,6 +43,10 @@ pub struct EndpointState {
     /// Its ACK frame, built at the first ACK and rebuilt when `cfg` no
     /// longer fits it. [WIRE-066]
     pub(crate) ack_template: AckCache,
+    /// Its data frames' headers, built at the first data packet and
+    /// rebuilt when `cfg` or the payload length no longer fits them.
+    /// [WIRE-066]
+    pub(crate) data_template: DataCache,
 }
 
 /// The endpoint's [`AckTemplate`]: a cache of what `cfg` determines, so
@@ -62,6 +68,19 @@ struct AckKey {
     remote_qpn: Qpn,
 }
 
+impl AckKey {
+    fn of(src_mac: EthernetAddress, src_ip: Ipv4Addr, ep: &EndpointConfig) -> AckKey {
+        AckKey {
+            src_mac,
+            src_ip,
+            remote_mac: ep.remote_mac,
+            remote_ip: ep.remote_ip,
+            local_qpn: ep.local_qpn,
+            remote_qpn: ep.remote_qpn,
+        }
+    }
+}
+
 impl AckCache {
     /// The template for ACKs from `src_mac`/`src_ip` toward `ep`, built
     /// from `frame` (an ACK of theirs) unless the one kept is theirs.
@@ -72,14 +91,7 @@ impl AckCache {
         ep: &EndpointConfig,
         frame: impl FnOnce() -> AckFrameRepr,
     ) -> Option<&AckTemplate> {
-        let key = AckKey {
-            src_mac,
-            src_ip,
-            remote_mac: ep.remote_mac,
-            remote_ip: ep.remote_ip,
-            local_qpn: ep.local_qpn,
-            remote_qpn: ep.remote_qpn,
-        };
+        let key = AckKey::of(src_mac, src_ip, ep);
         if !self.0.as_ref().is_some_and(|(k, _)| *k == key) {
             self.0 = AckTemplate::new(&frame()).ok().map(|t| (key, t));
         }
@@ -99,6 +111,57 @@ impl core::hash::Hash for AckCache {
     fn hash<H: core::hash::Hasher>(&self, _: &mut H) {}
 }
 
+/// The endpoint's [`DataTemplate`] for one payload length, or the
+/// knowledge that its frames of that length have none (a pad): a cache of
+/// what `cfg` determines, so it plays no part in comparing or hashing
+/// states.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DataCache(Option<(DataKey, Option<DataTemplate>)>);
+
+/// What an endpoint's data frames are built from, besides the fields a
+/// [`DataTemplate`] leaves open: the switch's addresses, the endpoint's
+/// configuration and the payload length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DataKey {
+    ack: AckKey,
+    payload_len: usize,
+}
+
+impl DataCache {
+    /// The template for `payload_len`-byte data frames from
+    /// `src_mac`/`src_ip` toward `ep`, built from `frame` (one of them)
+    /// unless the one kept is theirs; `None` when such frames have none.
+    pub(crate) fn template(
+        &mut self,
+        src_mac: EthernetAddress,
+        src_ip: Ipv4Addr,
+        ep: &EndpointConfig,
+        payload_len: usize,
+        frame: impl FnOnce() -> RoceFrameRepr,
+    ) -> Option<&DataTemplate> {
+        let key = DataKey {
+            ack: AckKey::of(src_mac, src_ip, ep),
+            payload_len,
+        };
+        if !self.0.as_ref().is_some_and(|(k, _)| *k == key) {
+            self.0 = Some((key, DataTemplate::new(&frame(), payload_len)));
+        }
+        self.0.as_ref().and_then(|(_, t)| t.as_ref())
+    }
+}
+
+impl PartialEq for DataCache {
+    fn eq(&self, _: &DataCache) -> bool {
+        true
+    }
+}
+
+impl Eq for DataCache {}
+
+impl core::hash::Hash for DataCache {
+    fn hash<H: core::hash::Hasher>(&self, _: &mut H) {}
+}
+
 impl EndpointState {
     pub(crate) fn new(cfg: EndpointConfig) -> EndpointState {
         EndpointState {
@@ -106,6 +169,7 @@ impl EndpointState {
             response: None,
             listed: false,
             ack_template: AckCache::default(),
+            data_template: DataCache::default(),
         }
     }
 

@@ -12,16 +12,18 @@ use super::arena::Arena;
 use super::config::Pitfall;
 use super::config::{EndpointConfig, EngineConfig};
 use super::counters::{EngineCounters, EngineDropReason, FrameDrops};
-use super::endpoint::{AckCache, Response};
+use super::endpoint::{AckCache, EndpointState, Response};
 use super::id::{ContextId, ContextSlot, EdgeId};
 use super::modules::translate_header::{
-    translate_around, translate_header, translate_with_crc, Outgoing, Source,
+    translate_around, translate_header, translate_with_crc, translated, Outgoing, Source,
 };
 use super::pipe::SlotPayload;
 use super::txq::{Held, TxQueue, WorkList};
 use crate::roce::rxe_udp_sport;
 use crate::time::Instant;
-use crate::wire::{AckFrameRepr, AethRepr, CnpRepr, EmitError, ExtHeaders, Opcode, PayloadCrc};
+use crate::wire::{
+    AckFrameRepr, AethRepr, CnpRepr, DataFields, EmitError, ExtHeaders, Opcode, PayloadCrc,
+};
 
 /// Everything the packet path may touch besides one context.
 pub(crate) struct Io<'a> {
@@ -156,19 +158,45 @@ pub(crate) fn emit_slot(
     io: &mut Io<'_>,
     src: Source,
     ident: u16,
-    ep: &EndpointConfig,
+    e: &mut EndpointState,
     pkt: &Outgoing,
     payload: &SlotPayload<'_>,
     buf: &mut [u8],
 ) -> Result<usize, EmitError> {
+    let EndpointState {
+        cfg: ep,
+        data_template,
+        ..
+    } = e;
     // Test-only mutant: its stale ICRC needs the frame built whole.
     #[cfg(feature = "mutants")]
     if src.stale_icrc {
         return translate_with_crc(src, ident, ep, pkt, payload.bytes, &payload.crc, buf);
     }
+    // The endpoint's frames without extension headers are written from
+    // its template, rebuilt only when its addresses or the payload length
+    // change. [WIRE-066]
+    let len = payload.crc.len();
+    let template = (pkt.ext == ExtHeaders::default())
+        .then(|| {
+            data_template.template(src.mac, src.ip, ep, len, || {
+                translated(src, ident, ep, pkt, len)
+            })
+        })
+        .flatten();
+    let fields = DataFields {
+        ident,
+        opcode: pkt.opcode,
+        becn: pkt.becn,
+        ack_req: pkt.ack_req,
+        psn: pkt.psn,
+    };
     let held = Held::new(io.id, payload.pipe, payload.version);
     io.txq.emit_held(held, payload.bytes, buf, |b| {
-        translate_around(src, ident, ep, pkt, &payload.crc, b)
+        match template.and_then(|t| t.emit_fields(fields, &payload.crc, b)) {
+            Some(r) => r,
+            None => translate_around(src, ident, ep, pkt, &payload.crc, b),
+        }
     })
 }
 

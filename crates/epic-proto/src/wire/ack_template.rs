@@ -15,15 +15,15 @@
 //! message. The covered bytes of an ACK ([`COVERED`]) differ from the
 //! template's only in the nine bytes named in [`VARIABLE`], so the ICRC is
 //! the template's ⊕ the R of each changed byte: 18 lookups in a table of
-//! 18 × 16 words (one row per nibble, [`NIBBLE_TABLE`], built at compile
-//! time), instead of a CRC over 44 bytes, whose table the payloads
+//! 18 × 16 words (one row per nibble, built at compile time by
+//! `crc_share`), instead of a CRC over 44 bytes, whose table the payloads
 //! streaming through the cache evict. The bytes written are
 //! [`AckFrameRepr::emit`]'s (the tests compare them for random headers).
 //! [WIRE-066] [WIRE-070]
 
 use super::ack_frame::{AckFrameRepr, ACK_FRAME_LEN};
+use super::crc_share::{share_table, shares, ShareTable};
 use super::field;
-use super::icrc::CRC_TABLE;
 use super::{AethRepr, EmitError, EthernetAddress, Qpn, Syndrome};
 use crate::psn::Psn;
 use core::net::Ipv4Addr;
@@ -41,57 +41,8 @@ const COVERED: usize = ACK_FRAME_LEN - IP - 4;
 /// the AETH (4).
 const VARIABLE: [usize; 9] = [4, 5, 37, 38, 39, 40, 41, 42, 43];
 
-/// The raw CRC-32 register moved over one byte.
-// Evaluated at compile time: an index out of bounds fails the build.
-#[allow(clippy::indexing_slicing)]
-const fn step(crc: u32, byte: u8) -> u32 {
-    (crc >> 8) ^ CRC_TABLE[((crc ^ byte as u32) & 0xff) as usize]
-}
-
-/// R of a covered region that is zero but for `byte` at `at`: the raw
-/// register, from zero, after `byte` and the `COVERED - 1 - at` zeros
-/// after it.
-const fn share(at: usize, byte: u8) -> u32 {
-    let mut crc = step(0, byte);
-    let mut i = at + 1;
-    while i < COVERED {
-        crc = step(crc, 0);
-        i += 1;
-    }
-    crc
-}
-
-/// `NIBBLE_TABLE[2k + h][v]`: the share of nibble value `v` in the low
-/// (`h` = 0) or high (`h` = 1) half of variable byte `k`.
-// Evaluated at compile time: an index out of bounds fails the build.
-#[allow(clippy::indexing_slicing)]
-const NIBBLE_TABLE: [[u32; 16]; 2 * VARIABLE.len()] = {
-    let mut t = [[0u32; 16]; 2 * VARIABLE.len()];
-    let mut k = 0;
-    while k < VARIABLE.len() {
-        let mut v = 0;
-        while v < 16 {
-            t[2 * k][v] = share(VARIABLE[k], v as u8);
-            t[2 * k + 1][v] = share(VARIABLE[k], (v as u8) << 4);
-            v += 1;
-        }
-        k += 1;
-    }
-    t
-};
-
-/// The shares of the nine variable bytes, given in order.
-#[inline(always)]
-fn shares(bytes: [u8; VARIABLE.len()]) -> u32 {
-    let mut crc = 0;
-    for (rows, b) in NIBBLE_TABLE.chunks_exact(2).zip(bytes) {
-        if let [lo, hi] = rows {
-            crc ^= lo.get(usize::from(b & 0xf)).copied().unwrap_or(0)
-                ^ hi.get(usize::from(b >> 4)).copied().unwrap_or(0);
-        }
-    }
-    crc
-}
+/// The shares of the nine variable bytes, in order. [WIRE-070]
+const SHARES: ShareTable<{ VARIABLE.len() }> = share_table(COVERED, VARIABLE);
 
 /// What an [`AckFrameRepr`] fixes for a template: every field but the
 /// identification, the PSN and the AETH.
@@ -203,7 +154,7 @@ impl AckTemplate {
         let sum = self.ip_sum + u32::from(ident);
         let sum = (sum & 0xffff) + (sum >> 16);
         let checksum = !(sum as u16);
-        let crc = self.crc ^ shares([i0, i1, p0, p1, p2, a0, a1, a2, a3]);
+        let crc = self.crc ^ shares(&SHARES, [i0, i1, p0, p1, p2, a0, a1, a2, a3]);
         *out = self.frame;
         field::set_u16(out, IP + 4, ident);
         field::set_u16(out, IP + 10, checksum);

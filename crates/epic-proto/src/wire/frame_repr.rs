@@ -127,33 +127,7 @@ impl RoceFrameRepr {
         field::check_emit(buf, len)?;
         let frame = buf.get_mut(..len).unwrap_or(&mut []);
 
-        let mut at = 0usize;
-        let eth = EthernetRepr {
-            ethertype: EtherType::Ipv4,
-            ..self.eth
-        };
-        eth.emit(frame)?;
-        at += eth.buffer_len();
-        // IPv4, UDP and BTH are assembled in registers and written in whole
-        // words, and the ICRC starts from those words: reading back bytes
-        // just stored field by field waits for the stores to retire too.
-        let ip = Ipv4Repr {
-            protocol: IpProtocol::Udp,
-            payload_len: u16::try_from(udp_len).unwrap_or(u16::MAX),
-            ..self.ipv4
-        }
-        .words()?;
-        let udp = UdpRepr {
-            payload_len: u16::try_from(roce).unwrap_or(u16::MAX),
-            ..self.udp
-        }
-        .word()?;
-        let bth = self.bth.words();
-        let prefix = icrc::prefix_words(ip, udp, bth);
-        for (i, w) in prefix.iter().enumerate() {
-            field::set_u64(frame, at + 8 * i, *w);
-        }
-        at += IPV4_HEADER_LEN + UDP_HEADER_LEN + BTH_LEN;
+        let (mut at, prefix) = self.emit_prefix(udp_len, roce, frame)?;
         let ext_at = at;
         at += self.ext.emit(field_mut(frame, at))?;
         let state = icrc::prefix_ext_state(prefix, field::slice(frame, ext_at..at));
@@ -174,6 +148,46 @@ impl RoceFrameRepr {
         at += pad.len();
         field::set_bytes(frame, at, &icrc::resume(state, pad).to_le_bytes());
         Ok(len)
+    }
+
+    /// Writes the Ethernet, IPv4, UDP and BTH headers of a frame whose UDP
+    /// datagram is `udp_len` bytes (`roce` from the BTH on) at the start of
+    /// `frame`, and returns the offset after the BTH and the covered
+    /// prefix as the ICRC reads it ([`icrc::prefix_words`]). Bytes past
+    /// the end of a short `frame` are not written.
+    #[inline(always)]
+    pub(crate) fn emit_prefix(
+        &self,
+        udp_len: usize,
+        roce: usize,
+        frame: &mut [u8],
+    ) -> Result<(usize, [u64; icrc::MASKED_WORDS]), EmitError> {
+        let eth = EthernetRepr {
+            ethertype: EtherType::Ipv4,
+            ..self.eth
+        };
+        eth.emit(frame)?;
+        let at = eth.buffer_len();
+        // IPv4, UDP and BTH are assembled in registers and written in whole
+        // words, and the ICRC starts from those words: reading back bytes
+        // just stored field by field waits for the stores to retire too.
+        let ip = Ipv4Repr {
+            protocol: IpProtocol::Udp,
+            payload_len: u16::try_from(udp_len).unwrap_or(u16::MAX),
+            ..self.ipv4
+        }
+        .words()?;
+        let udp = UdpRepr {
+            payload_len: u16::try_from(roce).unwrap_or(u16::MAX),
+            ..self.udp
+        }
+        .word()?;
+        let bth = self.bth.words();
+        let prefix = icrc::prefix_words(ip, udp, bth);
+        for (i, w) in prefix.iter().enumerate() {
+            field::set_u64(frame, at + 8 * i, *w);
+        }
+        Ok((at + IPV4_HEADER_LEN + UDP_HEADER_LEN + BTH_LEN, prefix))
     }
 }
 

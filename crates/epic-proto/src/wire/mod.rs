@@ -29,6 +29,8 @@ mod atomic_ack_eth;
 mod atomic_eth;
 mod bth;
 mod cnp;
+mod crc_share;
+mod data_template;
 mod deth;
 mod epic_flags;
 mod epic_header;
@@ -54,6 +56,7 @@ pub use atomic_ack_eth::{AtomicAckEthPacket, AtomicAckEthRepr, ATOMIC_ACK_ETH_LE
 pub use atomic_eth::{AtomicEthPacket, AtomicEthRepr, ATOMIC_ETH_LEN};
 pub use bth::{BthPacket, BthRepr, Qpn, BTH_LEN};
 pub use cnp::{CnpPacket, CnpRepr, CNP_LEN};
+pub use data_template::{DataFields, DataTemplate};
 pub use deth::{DethPacket, DethRepr, DETH_LEN};
 pub use epic_flags::{EpicFlags, LockRequest};
 pub use epic_header::{

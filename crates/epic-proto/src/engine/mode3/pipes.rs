@@ -599,7 +599,8 @@ impl Augmented {
                 None => {
                     // One CRC of the slot's payload for all its copies. [WIRE-072]
                     let payload = self.pipe_mut(pid).payload_with_crc(slot, n)?;
-                    let r = emit_slot(io, src, ident, &e.cfg, &pkt, &payload, buf);
+                    let e = s.eps.get_mut(ep.index())?;
+                    let r = emit_slot(io, src, ident, e, &pkt, &payload, buf);
                     emitted(io, r)?
                 }
             }

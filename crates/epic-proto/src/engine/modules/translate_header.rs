@@ -91,7 +91,7 @@ pub(crate) fn translate_around(
 
 /// The headers of the frame for `pkt` with a payload of `payload_len`
 /// bytes toward endpoint `ep`. [ENG-053]
-fn translated(
+pub(crate) fn translated(
     src: Source,
     ident: u16,
     ep: &EndpointConfig,
