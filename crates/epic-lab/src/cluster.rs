@@ -368,7 +368,7 @@ impl LabCluster {
         let (control, setups) = match mode {
             LabMode::Inc(m) => {
                 // Every switch registers what its engine can do, SR in
-                // Mode II included. [MGR-015]
+                // Modes II and III included. [MGR-015]
                 let engine = static_spec(&tree, 0, cfg, mode, false).engine;
                 let topo = lab_topology(&tree, &incengine::agent::capabilities(&engine))?;
                 let control = LabControl::start(&topo, &switches, cfg.policy).await?;

@@ -621,7 +621,7 @@ impl Augmented {
             // estimator, the probe is armed after each new packet, and a
             // resend leaves the next new PSN where it was. [SR-053]
             // [SR-054] [SR-055]
-            sr.on_sent(q, io.now, retransmit);
+            sr.on_sent(q, io.now, retransmit, idle);
             timeout = sr.rtt.rto();
             if !retransmit {
                 sr.probe_at = Some(sr.rtt.pto_deadline(io.now));

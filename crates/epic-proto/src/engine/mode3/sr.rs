@@ -82,6 +82,12 @@ pub(crate) struct SrHop {
     rack_seq: u64,
     /// Records with `lost` set.
     lost: u32,
+    /// The first PSN sent after the hop was last idle (nothing in
+    /// flight). The hop skips ranges it carries nothing in ([CTL-041]),
+    /// so this can lie far after `lastAcked + 1`: the PSNs in flight, and
+    /// the records kept of them, start here, not at `lastAcked + 1`.
+    /// [SR-053]
+    base: Psn,
     /// The tail-loss probe timer. [SR-055]
     pub(crate) probe_at: Option<Instant>,
 }
@@ -90,7 +96,7 @@ impl SrHop {
     /// The state of a hop whose pipes have `slots` slots, its estimator
     /// built with `rtt` (the group's [`SrConfig`](crate::roce::SrConfig)'s,
     /// the defaults if they fail [CC-005]): a record for
-    /// each of 2·N PSNs after the last one acknowledged (what a hop has in
+    /// each of 2·N PSNs from the first one in flight (what a hop has in
     /// flight stays within one pipe's range of N; the second N covers a
     /// stream that moves from one pipe to the other).
     pub(crate) fn new(slots: u32, rtt: RttConfig) -> SrHop {
@@ -102,6 +108,7 @@ impl SrHop {
             tx_seq: 0,
             rack_seq: 0,
             lost: 0,
+            base: Psn::ZERO,
             probe_at: None,
         }
     }
@@ -111,17 +118,30 @@ impl SrHop {
         size_of::<SrHop>() + self.sent.len() * size_of::<Sent>()
     }
 
-    /// How many PSNs after the last one acknowledged the hop may have in
-    /// flight. [SR-053]
+    /// How many PSNs from the first one in flight
+    /// ([`SrHop::first_in_flight`]) the hop may have in flight. [SR-053]
     pub(crate) fn capacity(&self) -> u32 {
         self.mask + 1
     }
 
-    /// Forgets everything sent (a new start PSN).
-    pub(crate) fn reset(&mut self) {
+    /// Forgets everything sent (a new start PSN, `start`).
+    pub(crate) fn reset(&mut self, start: Psn) {
+        self.base = start;
         self.sent.fill(Sent::EMPTY);
         self.lost = 0;
         self.probe_at = None;
+    }
+
+    /// The oldest PSN hop `h` may have in flight: `lastAcked + 1`, or the
+    /// first PSN sent since the hop was last idle if that is later (a
+    /// range the hop carries nothing in lies between them). Records are
+    /// kept for the `capacity` PSNs from here. [SR-053]
+    pub(crate) fn first_in_flight(&self, h: &Hop) -> Psn {
+        if self.base.is_after(h.last_acked) {
+            self.base
+        } else {
+            h.last_acked.next()
+        }
     }
 
     fn record(&self, psn: Psn) -> Option<&Sent> {
@@ -175,8 +195,12 @@ impl SrHop {
         }
     }
 
-    /// Records a transmission of `psn` at `now`. [SR-053]
-    pub(crate) fn on_sent(&mut self, psn: Psn, now: Instant, retransmit: bool) {
+    /// Records a transmission of `psn` at `now`; `idle`: nothing was in
+    /// flight before it, so `psn` starts a new flight. [SR-053]
+    pub(crate) fn on_sent(&mut self, psn: Psn, now: Instant, retransmit: bool, idle: bool) {
+        if idle && !retransmit {
+            self.base = psn;
+        }
         self.tx_seq += 1;
         let seq = self.tx_seq;
         if retransmit {
@@ -235,11 +259,26 @@ impl SrHop {
     /// An ACK (or the cumulative part of a SACK or NAK) moved the hop's
     /// `lastAcked` from `before` to `after`: clears the records it passed
     /// and takes the round-trip sample. [SR-053]
+    ///
+    /// Only the records of PSNs in flight are cleared, from the first one
+    /// in flight: an ACK that crosses a range the hop sent nothing in
+    /// (which the peer skips, [CTL-041]) can move `lastAcked` by more
+    /// than the records hold, and clearing from `before + 1` would wrap
+    /// round them and clear PSNs still in flight after the range, which
+    /// then were never resent.
     pub(crate) fn on_acked(&mut self, before: Psn, after: Psn, now: Instant) {
         if !after.is_after(before) {
             return;
         }
-        let newest = self.acknowledge(before.next(), after);
+        let from = if self.base.is_after(before) {
+            self.base
+        } else {
+            before.next()
+        };
+        if from.is_after(after) {
+            return;
+        }
+        let newest = self.acknowledge(from, after);
         self.sample(newest, now);
     }
 
@@ -250,7 +289,7 @@ impl SrHop {
     /// Returns whether the bitmap told anything new, and how many PSNs it
     /// marked. [SR-053]
     pub(crate) fn on_sack(&mut self, h: &Hop, sack: &SackRepr, now: Instant) -> (bool, u32) {
-        let first = h.last_acked.next();
+        let first = self.first_in_flight(h);
         let in_flight = h.max_sent.next().distance_from(first).min(self.mask + 1);
         if in_flight >= Psn::HALF {
             return (false, 0);
@@ -293,7 +332,7 @@ impl SrHop {
     /// cumulative point, so no PSN in flight is recorded as received any
     /// more (a peer may drop what it kept, [SR-013]). [SR-053]
     pub(crate) fn unsack_in_flight(&mut self, h: &Hop) {
-        let first = h.last_acked.next();
+        let first = self.first_in_flight(h);
         let in_flight = h.max_sent.next().distance_from(first).min(self.mask + 1);
         if in_flight >= Psn::HALF {
             return;
@@ -311,7 +350,7 @@ impl SrHop {
     pub(crate) fn on_timeout(&mut self, h: &Hop) -> u32 {
         self.rtt.on_timeout();
         self.probe_at = None;
-        let first = h.last_acked.next();
+        let first = self.first_in_flight(h);
         let in_flight = h.max_sent.next().distance_from(first).min(self.mask + 1);
         if in_flight >= Psn::HALF {
             return 0;
@@ -328,7 +367,7 @@ impl SrHop {
     /// [SR-055]
     pub(crate) fn on_probe(&mut self, h: &Hop) -> bool {
         self.probe_at = None;
-        let first = h.last_acked.next();
+        let first = self.first_in_flight(h);
         let in_flight = h.max_sent.next().distance_from(first).min(self.mask + 1);
         if in_flight >= Psn::HALF {
             return false;
@@ -504,7 +543,7 @@ impl Augmented {
         if h.rnr_until.is_some() {
             return None;
         }
-        let first = h.last_acked.next();
+        let first = sr.first_in_flight(h);
         let n = h.max_sent.next().distance_from(first).min(sr.capacity());
         (0..n).map(|i| first.add(i)).find_map(|q| {
             if !sr.is_lost(q) {
@@ -518,16 +557,18 @@ impl Augmented {
 
     /// Under SR, whether new PSN `q` lies beyond what hop `ep` can keep a
     /// record of: only while PSNs are in flight, whose records `q`'s could
-    /// overwrite. A hop with nothing in flight keeps no record, however far
-    /// `q` is from its `lastAcked` (a direction that carried nothing of an
+    /// overwrite, counted from the first of them, not from `lastAcked`.
+    /// A hop with nothing in flight keeps no record, however far `q` is
+    /// from its `lastAcked` (a direction that carried nothing of an
     /// invocation, such as a Reduce's senders' edges, whose `lastAcked`
-    /// stays at the control PSN while the data passes the other way).
+    /// stays at the control PSN while the data passes the other way, or
+    /// a rank's own Broadcast range inside an AllGather, [CTL-041]).
     /// [SR-053]
     pub(crate) fn sr_full(&self, ep: EdgeId, q: Psn) -> bool {
         match (self.sr.get(ep.index()), self.hops.get(ep.index())) {
             (Some(sr), Some(h)) => {
                 h.max_sent.is_after(h.last_acked)
-                    && q.distance_from(h.last_acked.next()) >= sr.capacity()
+                    && q.distance_from(sr.first_in_flight(h)) >= sr.capacity()
             }
             _ => false,
         }

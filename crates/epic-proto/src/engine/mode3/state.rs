@@ -146,7 +146,7 @@ impl ModeMachine for Augmented {
             h.set_start_psn(start);
         }
         for r in &mut self.sr {
-            r.reset();
+            r.reset(start);
         }
     }
 

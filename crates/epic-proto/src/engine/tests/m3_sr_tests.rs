@@ -367,3 +367,82 @@ fn sr053_a_plain_ack_forgets_what_a_sack_reported() {
     r.eng.handle_timeout(r.now);
     assert_eq!(data_to(&mut r, 1), [psn(103), psn(104)]);
 }
+
+/// A star of 4 SR ranks after a Broadcast from rank 0 of 40 data PSNs
+/// (101..=140, more than the 32 records a hop of 16 slots keeps), which
+/// every other rank acknowledged, then an AllReduce of 8 from control PSN
+/// 141 whose results (142..=149) are sent to every rank. Rank 0's hop sent
+/// it nothing in 101..=140 ([CTL-041]) and holds 141..=149 in flight from
+/// `lastAcked` 100.
+fn after_a_skipped_range() -> Rig {
+    let mut r = Rig::new(star(4, Mode::Augmented, 16), None);
+    let c = psn(100);
+    r.eng.context_mut(GroupId(GROUP)).unwrap().set_start_psn(c);
+    set_transport(&mut r, true);
+    let h = header(1, Collective::Broadcast, 0, c, 40);
+    for ep in 0..4 {
+        r.control(ep, c, &h);
+    }
+    r.sent();
+    for ep in 0..4 {
+        r.ack(ep, c);
+    }
+    r.sent();
+    for k in 1..=40 {
+        r.data(0, psn(100 + k), &block(0, k));
+        let mut to: Vec<_> = r.sent_data().into_iter().map(|(p, q, _)| (p, q)).collect();
+        to.sort();
+        let want: Vec<_> = (1..4).map(|ep| (ep, psn(100 + k))).collect();
+        assert_eq!(to, want, "broadcast {k}");
+        for ep in 1..4 {
+            r.ack(ep, psn(100 + k));
+        }
+    }
+    r.sent();
+    let c2 = psn(141);
+    let h = header(2, Collective::AllReduce, 0, c2, 8);
+    for ep in 0..4 {
+        r.control(ep, c2, &h);
+    }
+    r.sent();
+    for k in 42..=49 {
+        for ep in 0..4 {
+            r.data(ep, psn(100 + k), &block(ep, k));
+        }
+    }
+    assert_eq!(data_to(&mut r, 0), (142..=149).map(psn).collect::<Vec<_>>());
+    r
+}
+
+/// [SR-057] [SR-053] [SR-054] [CTL-041] A hop's PSNs in flight start at the first
+/// one it sent after it was last idle, not at `lastAcked + 1`: after a
+/// skipped range longer than its records, a timeout resends the PSNs in
+/// flight after the range. (They were looked for from `lastAcked + 1`,
+/// never found, and the tree stalled: issue 22's Mode III SR stall.)
+#[test]
+fn sr053_a_timeout_after_a_skipped_range_resends_what_is_in_flight() {
+    let mut r = after_a_skipped_range();
+    let t = r.eng.poll_timeout().unwrap();
+    r.now = t.max(r.now + Duration::from_millis(5));
+    r.eng.handle_timeout(r.now);
+    let resent = data_to(&mut r, 0);
+    assert_eq!(resent, (142..=149).map(psn).collect::<Vec<_>>());
+}
+
+/// [SR-057] [SR-053] [CTL-041] An ACK that crosses a skipped range longer than the
+/// hop's records clears the records of the PSNs it acknowledges only:
+/// those in flight after it stay, so a SACK's hole among them is resent.
+/// (Clearing from `lastAcked + 1` wrapped round every record and the hole
+/// was never resent.)
+#[test]
+fn sr053_an_ack_across_a_skipped_range_keeps_the_records_in_flight() {
+    let mut r = after_a_skipped_range();
+    r.now += Duration::from_micros(3);
+    r.ack(0, psn(143));
+    assert_eq!(data_to(&mut r, 0), []);
+    // Rank 0 holds 145..=149, not 144: 144 alone is resent at once.
+    let f = sack_frame(&r, 0, psn(143), &[0x7c00_0000], 0);
+    r.deliver(0, &f);
+    assert_eq!(data_to(&mut r, 0), [psn(144)]);
+    assert_eq!(r.eng.counters().selective_resends, 1);
+}
