@@ -329,9 +329,10 @@ mod tests {
     }
 
     /// [LAB-013] [COMM-042] [MGR-045] `auto` runs SR where the manager
-    /// grants it (Mode II: the software switch does not report Mode III's
-    /// SR yet, [MGR-015]) and on the host fallback, go-back-N toward the
-    /// Mode I and III switches; `gbn` runs go-back-N everywhere; `sr`
+    /// grants it (Mode I per edge, [SR-060], and Mode II: the software
+    /// switch does not report Mode III's SR yet, [MGR-015]) and on the
+    /// host fallback, go-back-N toward the Mode III switches; `gbn` runs
+    /// go-back-N everywhere; `sr`
     /// stops at a mode whose switches cannot have it, with the manager's
     /// reason. An AllReduce over lossy links is right under each.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -357,7 +358,7 @@ mod tests {
             (
                 LabTransport::Auto,
                 LabMode::Inc(Mode::Terminated),
-                Some(TransportProfile::Gbn),
+                Some(TransportProfile::Sr),
             ),
             (
                 LabTransport::Auto,
@@ -380,7 +381,11 @@ mod tests {
                 Some(TransportProfile::Sr),
             ),
             (LabTransport::Sr, LabMode::Inc(Mode::Augmented), None),
-            (LabTransport::Sr, LabMode::Inc(Mode::Terminated), None),
+            (
+                LabTransport::Sr,
+                LabMode::Inc(Mode::Terminated),
+                Some(TransportProfile::Sr),
+            ),
         ];
         for (transport, mode, want) in cases {
             let cfg = LabConfig {

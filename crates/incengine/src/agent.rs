@@ -146,10 +146,10 @@ impl ManagerSection {
 /// Mode III too (§17.11, `epic sim --transport sr`), but the switch does
 /// not report it yet: on the lab's links (in process and in namespaces)
 /// Mode III Reduce and Broadcast under SR stall at 1 % loss, so the
-/// manager grants a Mode III group go-back-N. Mode I recovers per edge
-/// with go-back-N toward the ranks. [MGR-015] [SR-030] [SR-031] [SR-032]
-/// [SR-041]
-pub const SR_MODES: [Mode; 1] = [Mode::Translated];
+/// manager grants a Mode III group go-back-N. Mode I runs SR per edge
+/// (§17.12): every edge's RC endpoint is built on the group's profile.
+/// [MGR-015] [SR-030] [SR-031] [SR-032] [SR-041] [SR-060]
+pub const SR_MODES: [Mode; 2] = [Mode::Terminated, Mode::Translated];
 
 /// What an engine configured as `e` can do: every mode, type, op and
 /// collective, its arena, context and edge limits, and SR in
