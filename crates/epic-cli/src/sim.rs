@@ -137,7 +137,7 @@ pub(crate) struct SimArgs {
     #[arg(long, value_enum, default_value = "resync")]
     qps: QpsArg,
     /// The ranks' transport: go-back-N (`gbn`) or selective retransmission
-    /// (`sr`, Modes 2 and 3).
+    /// (`sr`; Mode 1 per edge, Mode 2 end to end, Mode 3 per hop).
     #[arg(long, value_enum, default_value = "gbn")]
     transport: TransportArg,
     /// Simulated time a call may take before it counts as failed, ms.

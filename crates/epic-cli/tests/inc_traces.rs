@@ -28,8 +28,8 @@ fn traces() -> Vec<PathBuf> {
     out.sort();
     assert_eq!(
         out.len(),
-        90,
-        "6 links x 3 collectives x (3 modes + Modes II and III on SR)"
+        108,
+        "6 links x 3 collectives x (3 modes + Modes I, II and III on SR)"
     );
     out
 }

@@ -329,9 +329,9 @@ mod tests {
     }
 
     /// [LAB-013] [COMM-042] [MGR-045] `auto` runs SR where the manager
-    /// grants it (Modes II and III, which the software switch reports,
-    /// [MGR-015]) and on the host fallback, go-back-N toward the Mode I
-    /// switches; `gbn` runs go-back-N everywhere; `sr`
+    /// grants it (Mode I per edge, [SR-060], Mode II, and Mode III per
+    /// hop: the software switch reports all three, [MGR-015]) and on the
+    /// host fallback; `gbn` runs go-back-N everywhere; `sr`
     /// stops at a mode whose switches cannot have it, with the manager's
     /// reason. An AllReduce over lossy links is right under each.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -356,7 +356,7 @@ mod tests {
             (
                 LabTransport::Auto,
                 LabMode::Inc(Mode::Terminated),
-                Some(TransportProfile::Gbn),
+                Some(TransportProfile::Sr),
             ),
             (
                 LabTransport::Auto,
@@ -383,7 +383,11 @@ mod tests {
                 LabMode::Inc(Mode::Augmented),
                 Some(TransportProfile::Sr),
             ),
-            (LabTransport::Sr, LabMode::Inc(Mode::Terminated), None),
+            (
+                LabTransport::Sr,
+                LabMode::Inc(Mode::Terminated),
+                Some(TransportProfile::Sr),
+            ),
         ];
         for (transport, mode, want) in cases {
             let cfg = LabConfig {

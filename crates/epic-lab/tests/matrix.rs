@@ -51,12 +51,12 @@ fn assert_all_correct(rows: &[Row], cfg: &LabConfig) {
 }
 
 /// [LAB-013] [MGR-045] The profile each row ran: under `auto` SR in Modes
-/// II and III ([MGR-015]) and on the host fallback, go-back-N toward Mode
-/// I; under `gbn` go-back-N everywhere.
+/// I (per edge, [SR-060]), II and III ([MGR-015]) and on the host
+/// fallback; under `gbn` go-back-N everywhere.
 fn assert_profiles(rows: &[Row], transport: LabTransport) {
     for r in rows {
         let want = match (transport, r.mode.as_str()) {
-            (LabTransport::Gbn, _) | (_, "1") => "gbn",
+            (LabTransport::Gbn, _) => "gbn",
             _ => "sr",
         };
         assert_eq!(r.transport, want, "{r:?}");

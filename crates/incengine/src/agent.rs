@@ -142,12 +142,12 @@ impl ManagerSection {
 /// The modes in which this switch reports the SR transport profile:
 /// Mode II, which reflects an AllReduce rank's SACK as the SACK of its own
 /// data and takes every other one as the ACK of its cumulative point or
-/// the NAK of its first hole (SPEC §17.7), and Mode III, whose hops run SR
+/// the NAK of its first hole (SPEC §17.7); Mode III, whose hops run SR
 /// themselves (§17.11; their PSNs in flight count past the ranges a hop
-/// skips, [SR-057], which had stalled Mode III under loss). Mode I
-/// recovers per edge with go-back-N toward the ranks. [MGR-015] [SR-030]
-/// [SR-031] [SR-032] [SR-050] [SR-041]
-pub const SR_MODES: [Mode; 2] = [Mode::Translated, Mode::Augmented];
+/// skips, [SR-057], which had stalled Mode III under loss); and Mode I,
+/// whose edges' RC endpoints are built on the group's profile (§17.12).
+/// [MGR-015] [SR-030] [SR-031] [SR-032] [SR-050] [SR-060]
+pub const SR_MODES: [Mode; 3] = [Mode::Terminated, Mode::Translated, Mode::Augmented];
 
 /// What an engine configured as `e` can do: every mode, type, op and
 /// collective, its arena, context and edge limits, and SR in

@@ -606,10 +606,11 @@ fn validate(req: &GroupRequest) -> Result<(), ManagerError> {
 }
 
 /// The modes this project's SPEC defines the SR profile for at a switch
-/// (§17.7: Mode II reflects SACKs end to end; §17.11: Mode III runs SR per
-/// hop). A switch that reports SR in another mode (Mode I) is not granted
-/// it there until the SPEC defines it. [MGR-045] [SR-041]
-pub const SR_MODES: [Mode; 2] = [Mode::Translated, Mode::Augmented];
+/// (§17.12: Mode I runs SR per edge; §17.7: Mode II reflects SACKs end to
+/// end; §17.11: Mode III runs SR per hop). A switch that reports SR in a
+/// mode outside this list would not be granted it there. [MGR-045]
+/// [SR-041]
+pub const SR_MODES: [Mode; 3] = [Mode::Terminated, Mode::Translated, Mode::Augmented];
 
 /// Whether every switch of `tree` runs SR in `mode` and the SPEC defines
 /// SR for `mode`: `None`, or the first switch that does not. [MGR-045]

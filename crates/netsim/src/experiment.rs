@@ -127,13 +127,6 @@ pub struct ExperimentConfig {
 /// Why an experiment cannot run, or a run failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ExperimentError {
-    /// Selective retransmission asked for in a mode whose switches run
-    /// go-back-N toward the ranks (Mode I). [SR-010] [SR-041]
-    #[error("--transport sr: Mode {mode} switches run go-back-N toward the ranks; SR runs in Modes 2 and 3 only")]
-    TransportMode {
-        /// The mode (1 or 3).
-        mode: u8,
-    },
     /// More lossy links asked for than the tree has.
     #[error("lossy links {requested}: {topology} has only {available} links")]
     TooManyLossyLinks {
@@ -443,13 +436,6 @@ impl Experiment {
     /// Checks `cfg` (sizes, root, lossy links: building one cluster up
     /// front) so that a bad configuration fails before any run.
     pub fn new(cfg: ExperimentConfig) -> Result<Experiment, ExperimentError> {
-        if cfg.transport != epic_proto::roce::Transport::Gbn {
-            // Mode III runs SR per hop (§17.11); Mode I's edges run
-            // go-back-N. [SR-041]
-            if cfg.modes.contains(&Mode::Terminated) {
-                return Err(ExperimentError::TransportMode { mode: 1 });
-            }
-        }
         let points = cfg.plan()?;
         let links = cfg.build(Mode::Translated, cfg.seed)?.links.len();
         let setup = cfg.setup(links);

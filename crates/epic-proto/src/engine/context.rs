@@ -78,16 +78,16 @@ impl Context {
     /// default is go-back-N). Under SR a Mode II context keeps each edge's
     /// newest SACK so that a Broadcast's root hears the intersection of
     /// its receivers' SACKs ([WIRE-055], [SR-033]), and a Mode III
-    /// context runs SR on every hop (§17.11, [SR-050]); go-back-N keeps
-    /// nothing. Mode I runs go-back-N toward its peers and ignores it. It
-    /// allocates (records per edge, held beside the arena, see
+    /// context runs SR on every hop (§17.11, [SR-050]), and a Mode I
+    /// context's edge endpoints run it (§17.12, [SR-060]); go-back-N keeps
+    /// nothing. It allocates (records per edge, held beside the arena, see
     /// [`Context::transport_bytes`]): call it when the context is
     /// installed, never on the packet path. [SR-036]
     pub fn set_transport(&mut self, transport: crate::roce::Transport) {
         match &mut self.mode {
             ModeState::Translated(m) => m.set_transport(transport),
             ModeState::Augmented(m) => m.set_transport(transport),
-            _ => {}
+            ModeState::Terminated(m) => m.set_transport(transport),
         }
     }
 
@@ -97,7 +97,7 @@ impl Context {
         match &self.mode {
             ModeState::Translated(m) => m.sack_bytes(),
             ModeState::Augmented(m) => m.sr_bytes(),
-            _ => 0,
+            ModeState::Terminated(m) => m.sr_bytes(),
         }
     }
 

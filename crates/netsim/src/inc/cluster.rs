@@ -282,12 +282,6 @@ pub enum ClusterError {
     Sim(SimError),
     /// A host refused its QP configuration.
     Qp(ConfigError),
-    /// The ranks' transport profile is not one the switches' mode runs
-    /// (SR with Mode I). [SR-010] [SR-041]
-    Transport {
-        /// The mode.
-        mode: Mode,
-    },
     /// A host refused its per-pattern lanes.
     Lanes(HostSetupError),
     /// A rank refused to start the call.
@@ -314,10 +308,6 @@ impl fmt::Display for ClusterError {
             ClusterError::Install(e) => write!(f, "install: {e}"),
             ClusterError::Sim(e) => write!(f, "simulator: {e}"),
             ClusterError::Qp(e) => write!(f, "host QP: {e}"),
-            ClusterError::Transport { mode } => write!(
-                f,
-                "selective retransmission is not available toward {mode:?} switches: they run go-back-N toward the ranks"
-            ),
             ClusterError::Lanes(e) => write!(f, "host QP: {e}"),
             ClusterError::Start(r, e) => write!(f, "rank {r} refused the call: {e}"),
             ClusterError::Failed(r, e) => write!(f, "rank {r} failed: {e}"),
@@ -339,7 +329,6 @@ impl std::error::Error for ClusterError {
             ClusterError::Lanes(e) => Some(e),
             ClusterError::Start(_, e) | ClusterError::Failed(_, e) => Some(e),
             ClusterError::NoSwitch { .. }
-            | ClusterError::Transport { .. }
             | ClusterError::Denied(_)
             | ClusterError::Timeout { .. } => None,
         }
@@ -446,8 +435,8 @@ fn switch_engine(cfg: &ClusterConfig, tree: &IncTree, i: usize) -> Result<IncEng
         if let Some(c) = eng.context_mut(group) {
             c.set_start_psn(cfg.start_psn);
             // The group's profile: under SR a Mode II Broadcast merges its
-            // receivers' SACKs toward the root, and Mode III's hops run SR.
-            // [SR-036] [SR-050]
+            // receivers' SACKs toward the root, Mode III's hops run SR, and
+            // Mode I's edge endpoints do. [SR-036] [SR-050] [SR-060]
             c.set_transport(cfg.transport);
         }
     }
@@ -477,9 +466,6 @@ impl Cluster {
         mut replace: Option<Replace<'_>>,
     ) -> Result<Cluster, ClusterError> {
         let tree = IncTree::new(cfg.tree).map_err(ClusterError::Topology)?;
-        if cfg.transport != Transport::Gbn && cfg.mode == Mode::Terminated {
-            return Err(ClusterError::Transport { mode: cfg.mode });
-        }
         let mut sim = Sim::new(cfg.seed);
         let ranks = tree.ranks();
         let bindings = lanes(&cfg, ranks);

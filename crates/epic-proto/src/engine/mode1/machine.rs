@@ -59,7 +59,7 @@ impl ModeMachine for Terminated {
     }
 
     fn timeout(&mut self, s: &mut Shared, io: &mut Io<'_>) {
-        if self.handle_timeout(io.now) {
+        if self.handle_timeout(io) {
             self.pump(s, io);
         }
     }

@@ -10,6 +10,8 @@ mod stages;
 mod terminated;
 
 #[cfg(test)]
+mod sr_tests;
+#[cfg(test)]
 mod tests;
 
 pub(crate) use terminated::Terminated;

@@ -35,12 +35,17 @@ impl Terminated {
             return;
         };
         let before = frames_not_acted_on(e.qp.counters());
+        let sr = super::terminated::sr_events(e.qp.counters());
         e.qp.handle_verified(io.now, f);
         if frames_not_acted_on(e.qp.counters()) > before {
             io.drop(EngineDropReason::Transport);
         }
-        if f.bth.opcode == crate::wire::Opcode::RcAcknowledge {
-            io.counters.rx_acks += 1;
+        super::terminated::fold_sr_events(io, sr, e.qp.counters());
+        match f.bth.opcode {
+            crate::wire::Opcode::RcAcknowledge => io.counters.rx_acks += 1,
+            // An SR edge's peer reports what its window holds. [SR-062]
+            crate::wire::Opcode::RcSack => io.counters.rx_sacks += 1,
+            _ => {}
         }
         self.pump(s, io);
     }

@@ -12,7 +12,7 @@ use crate::engine::config::{ContextConfig, EngineConfig, INVOCATION_SLOTS};
 use crate::engine::id::EdgeId;
 use crate::engine::invocation::Pattern;
 use crate::psn::Psn;
-use crate::roce::{ConfigError, Mtu, PathConfig, QpConfig, RcQp, WrId};
+use crate::roce::{ConfigError, Mtu, PathConfig, QpConfig, RcQp, Transport, WrId};
 use crate::wire::{EpicHeaderRepr, EPIC_HEADER_LEN};
 
 /// Buffers a header send may need at once per edge (one invocation's
@@ -133,6 +133,52 @@ pub(crate) struct Terminated {
     /// W and M.
     pub(crate) window: u32,
     pub(crate) message_packets: u32,
+    /// Bytes of one message buffer (M · U).
+    pub(crate) msg_len: usize,
+    /// The profile every edge's endpoint runs ([SR-060]): go-back-N until
+    /// the context is given SR at install.
+    pub(crate) transport: Transport,
+}
+
+/// An edge endpoint's SR events the engine counts as its own: SACKs sent,
+/// PSNs marked for a selective resend, probes. [SR-062]
+pub(crate) fn sr_events(c: &crate::roce::Counters) -> [u64; 3] {
+    [c.tx_sacks, c.selective_resends, c.probes]
+}
+
+/// Adds the SR events an endpoint counted since `before` to the engine's
+/// counters. [SR-062]
+pub(crate) fn fold_sr_events(
+    io: &mut crate::engine::io::Io<'_>,
+    before: [u64; 3],
+    after: &crate::roce::Counters,
+) {
+    let [sacks, resends, probes] = sr_events(after);
+    io.counters.tx_sacks += sacks.saturating_sub(before[0]);
+    io.counters.selective_resends += resends.saturating_sub(before[1]);
+    io.counters.probes += probes.saturating_sub(before[2]);
+}
+
+/// Gives an edge's endpoint configuration `transport` ([SR-060]). Under
+/// go-back-N it keeps the attributes of [M1-010] and [M1-013]; under SR
+/// ([SR-061]) at most 1023 PSNs stay unacknowledged (the SACK's reach,
+/// [SR-010]) and the receive window holds at least every PSN the edge
+/// itself may have in flight, so that a peer configured like it (the other
+/// end of a switch-to-switch edge) never sends beyond it; at most 1024.
+fn edge_profile(q: &mut QpConfig, transport: Transport, window: u32, m: u32) {
+    let base = window.saturating_mul(m).saturating_add(2);
+    q.transport = transport;
+    match transport {
+        Transport::Gbn => q.max_unacked_psns = base.clamp(128, 1 << 22),
+        Transport::Sr(mut sr) => {
+            q.max_unacked_psns = base.clamp(128, crate::wire::SACK_MAX_PSNS - 1);
+            sr.window_psns = sr
+                .window_psns
+                .max(q.max_unacked_psns + 1)
+                .min(crate::wire::SACK_MAX_PSNS);
+            q.transport = Transport::Sr(sr);
+        }
+    }
 }
 
 /// Receive buffers per edge: W data messages and one control message.
@@ -175,7 +221,7 @@ impl Terminated {
             let depth = u16::try_from(2 * w + 2 * CONTROL_BUFS as u32 + 2).unwrap_or(u16::MAX);
             q.sq_depth = depth;
             q.rq_depth = depth;
-            q.max_unacked_psns = (w * m + 2).clamp(128, 1 << 22);
+            edge_profile(&mut q, Transport::Gbn, w, m);
             let mut qp = RcQp::new(q)?;
             let n = recv_bufs(w);
             for b in 0..n {
@@ -208,7 +254,74 @@ impl Terminated {
             newest: None,
             window: w,
             message_packets: m,
+            msg_len: msg,
+            transport: Transport::Gbn,
         })
+    }
+
+    /// Gives every edge's endpoint the group's profile, at install
+    /// ([SR-036], [SR-060]): each endpoint is built anew with the profile,
+    /// at the PSNs the old one had reached ([CTL-040]), and gets its
+    /// receives posted again (allocating, never on the packet path). The
+    /// profile it runs already, or a context that has carried traffic (an
+    /// invocation seen, a receive completed, a send posted), is left as
+    /// it is; so is an edge whose endpoint refuses the profile.
+    pub(crate) fn set_transport(&mut self, transport: Transport) {
+        if transport == self.transport || !self.pristine() {
+            return;
+        }
+        let (w, m, msg) = (self.window, self.message_packets, self.msg_len);
+        let n = recv_bufs(w);
+        for (i, e) in self.edges.iter_mut().enumerate() {
+            let mut q = *e.qp.config();
+            edge_profile(&mut q, transport, w, m);
+            let Ok(mut qp) = RcQp::new(q) else {
+                continue;
+            };
+            if qp.resync(e.qp.send_psn(), e.qp.expected_psn()).is_err() {
+                continue;
+            }
+            let ep = EdgeId(u16::try_from(i).unwrap_or(u16::MAX));
+            for b in 0..n {
+                let ix = u32::try_from(b).unwrap_or(u32::MAX);
+                let _ = qp.post_recv(wr(WrKind::Recv, ep, ix), MsgBuf::new(msg));
+            }
+            e.qp = qp;
+        }
+        self.transport = transport;
+    }
+
+    /// Nothing has happened on any edge since install.
+    fn pristine(&self) -> bool {
+        let n = recv_bufs(self.window);
+        self.newest.is_none()
+            && self.edges.iter().all(|e| {
+                e.held.is_empty()
+                    && e.current.is_none()
+                    && e.qp.outstanding_sends() == 0
+                    && e.qp.posted_recvs() == n
+            })
+    }
+
+    /// Bytes the SR profile adds to every edge's endpoint, 0 under
+    /// go-back-N ([SR-060]): the responder's receive window (a payload
+    /// buffer of MTU + 1 bytes and a header record, counted as 64 bytes,
+    /// per PSN slot, [SR-011]) and the requester's send records (32 bytes
+    /// each, [SR-016]). The endpoints allocate it themselves when they
+    /// are built; held beside the arena as Mode II's and III's are.
+    pub(crate) fn sr_bytes(&self) -> usize {
+        self.edges
+            .iter()
+            .map(|e| {
+                let c = e.qp.config();
+                let Some(sr) = c.transport.sr() else {
+                    return 0;
+                };
+                let kept = sr.window_psns.next_power_of_two() as usize;
+                let sent = c.max_unacked_psns.saturating_add(1).next_power_of_two() as usize;
+                kept * (c.mtu.bytes() as usize + 1 + 64) + sent * 32
+            })
+            .sum()
     }
 
     /// Ring slots of the invocations, oldest first (empty before the
@@ -258,8 +371,10 @@ impl Terminated {
         // The edge endpoints' retransmissions count as the switch's, as
         // Mode III's do. [ENG-060]
         let before = e.qp.counters().tx_retransmits;
+        let sr = sr_events(e.qp.counters());
         let sent = e.qp.poll_transmit(io.now, buf);
         io.counters.tx_retransmits += e.qp.counters().tx_retransmits.saturating_sub(before);
+        fold_sr_events(io, sr, e.qp.counters());
         sent
     }
 
@@ -269,11 +384,14 @@ impl Terminated {
     }
 
     /// Fires the endpoints' timers; whether any was due.
-    pub(crate) fn handle_timeout(&mut self, now: crate::time::Instant) -> bool {
+    pub(crate) fn handle_timeout(&mut self, io: &mut crate::engine::io::Io<'_>) -> bool {
+        let now = io.now;
         let mut any = false;
         for e in &mut self.edges {
             if e.qp.poll_timeout().is_some_and(|d| d <= now) {
+                let sr = sr_events(e.qp.counters());
                 e.qp.handle_timeout(now);
+                fold_sr_events(io, sr, e.qp.counters());
                 any = true;
             }
         }

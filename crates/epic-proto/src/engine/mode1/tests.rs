@@ -11,7 +11,7 @@ use crate::engine::{
     Peer, PsnAlignment, Transmit,
 };
 use crate::psn::Psn;
-use crate::roce::{Mtu, PathConfig, QpConfig, RcQp, SendOp, WrId};
+use crate::roce::{Mtu, PathConfig, QpConfig, RcQp, SendOp, Transport, WrId};
 use crate::time::Instant;
 use crate::wire::{
     Collective, DataType, EpicFlags, EpicHeaderRepr, EthernetAddress, GroupId, Opcode, Qpn,
@@ -21,14 +21,14 @@ use crate::wire::{
 const MAC: EthernetAddress = EthernetAddress([2, 0, 0, 1, 0, 0]);
 const IP: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 0);
 /// Bytes of a data message: one packet of the 256-byte MTU.
-const MSG: usize = 256;
+pub(super) const MSG: usize = 256;
 
 type Qp = RcQp<Vec<u8>, Vec<u8>>;
 
 /// A Mode I context of `k` ranks on ports 0..k (a star), or with `leaf` of
 /// ranks 0 and 1 on ports 0 and 1 under a parent switch on port 2, behind
 /// which ranks 2..k are; W = `window`, M = 1, U = 256.
-fn context(k: u16, leaf: bool, window: u32, alignment: PsnAlignment) -> ContextConfig {
+pub(super) fn context(k: u16, leaf: bool, window: u32, alignment: PsnAlignment) -> ContextConfig {
     let edges = if leaf { 3 } else { k };
     ContextConfig {
         group: GroupId(1),
@@ -59,14 +59,20 @@ fn context(k: u16, leaf: bool, window: u32, alignment: PsnAlignment) -> ContextC
 }
 
 /// The engine and the RC endpoint at the far end of every edge.
-struct Rig {
-    eng: IncEngine,
-    peers: Vec<Qp>,
-    now: Instant,
+pub(super) struct Rig {
+    pub(super) eng: IncEngine,
+    pub(super) peers: Vec<Qp>,
+    pub(super) now: Instant,
 }
 
 impl Rig {
     fn new(cfg: ContextConfig) -> Rig {
+        Rig::with_transport(cfg, Transport::Gbn)
+    }
+
+    /// Peers and the context's edges on `transport` ([SR-060]).
+    pub(super) fn with_transport(cfg: ContextConfig, transport: Transport) -> Rig {
+        let group = cfg.group;
         let mut eng = IncEngine::new(EngineConfig::new(MAC, IP));
         let peers = cfg
             .endpoints
@@ -75,6 +81,7 @@ impl Rig {
                 let path = PathConfig::new(e.remote_mac, MAC, e.remote_ip, IP);
                 let mut q = QpConfig::new(e.remote_qpn, e.local_qpn, path);
                 q.mtu = Mtu::Mtu256;
+                q.transport = transport;
                 let mut qp = Qp::new(q).unwrap();
                 for _ in 0..32 {
                     qp.post_recv(WrId(0), vec![0; MSG]).unwrap();
@@ -83,6 +90,7 @@ impl Rig {
             })
             .collect();
         eng.install(cfg).unwrap();
+        eng.context_mut(group).unwrap().set_transport(transport);
         Rig {
             eng,
             peers,
@@ -91,7 +99,7 @@ impl Rig {
     }
 
     /// What peer `p` has to send.
-    fn sent_by_peer(&mut self, p: usize) -> Vec<Vec<u8>> {
+    pub(super) fn sent_by_peer(&mut self, p: usize) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         let mut buf = vec![0u8; 4500];
         while let Some(n) = self.peers[p].poll_transmit(self.now, &mut buf).unwrap() {
@@ -101,14 +109,14 @@ impl Rig {
     }
 
     /// Hands everything peer `p` has to send to the engine.
-    fn peer_sends(&mut self, p: usize) {
+    pub(super) fn peer_sends(&mut self, p: usize) {
         for f in self.sent_by_peer(p) {
             self.eng.handle_frame(self.now, p as u16, &f);
         }
     }
 
     /// What the engine sends, by port.
-    fn sent_by_engine(&mut self) -> Vec<(usize, Vec<u8>)> {
+    pub(super) fn sent_by_engine(&mut self) -> Vec<(usize, Vec<u8>)> {
         let mut out = Vec::new();
         let mut buf = vec![0u8; 4500];
         while let Some(Transmit { port, len: n, .. }) = self.eng.poll_transmit(self.now, &mut buf) {
@@ -118,14 +126,14 @@ impl Rig {
     }
 
     /// Delivers everything the engine sends to the peers.
-    fn engine_sends(&mut self) {
+    pub(super) fn engine_sends(&mut self) {
         for (port, f) in self.sent_by_engine() {
             self.peers[port].handle_frame(self.now, &f);
         }
     }
 
     /// Peer `p` posts the control message of `h` (its own first data PSN).
-    fn control(&mut self, p: usize, h: EpicHeaderRepr) {
+    pub(super) fn control(&mut self, p: usize, h: EpicHeaderRepr) {
         let qp = &mut self.peers[p];
         let h = EpicHeaderRepr {
             first_psn: qp.post_psn().next(),
@@ -138,7 +146,7 @@ impl Rig {
     }
 
     /// Peer `p` posts `n` data messages.
-    fn data(&mut self, p: usize, n: usize) {
+    pub(super) fn data(&mut self, p: usize, n: usize) {
         for _ in 0..n {
             self.peers[p]
                 .post_send(WrId(2), SendOp::Send, vec![7; MSG])
@@ -148,7 +156,7 @@ impl Rig {
 }
 
 /// An INT32 invocation of `packets` one-packet messages.
-fn header(seq: u32, collective: Collective, root: u16, packets: u32) -> EpicHeaderRepr {
+pub(super) fn header(seq: u32, collective: Collective, root: u16, packets: u32) -> EpicHeaderRepr {
     let reduces = matches!(collective, Collective::AllReduce | Collective::Reduce);
     EpicHeaderRepr {
         group_id: GroupId(1),
@@ -465,7 +473,7 @@ fn younger_control_waits_behind_an_open_barrier() {
 impl Rig {
     /// Rounds of: the engine's frames to the peers (less those `lose`
     /// rejects), then every peer's frames to the engine.
-    fn rounds(&mut self, n: usize, lose: &mut dyn FnMut(usize, &[u8]) -> bool) {
+    pub(super) fn rounds(&mut self, n: usize, lose: &mut dyn FnMut(usize, &[u8]) -> bool) {
         for _ in 0..n {
             for (port, f) in self.sent_by_engine() {
                 if !lose(port, &f) {
@@ -479,7 +487,7 @@ impl Rig {
     }
 
     /// Data messages peer `p` received (completions without immediate).
-    fn results(&mut self, p: usize) -> usize {
+    pub(super) fn results(&mut self, p: usize) -> usize {
         core::iter::from_fn(|| self.peers[p].poll_completion())
             .filter(|c| matches!(c, crate::roce::Completion::Recv { imm: None, .. }))
             .count()

@@ -1,0 +1,181 @@
+//! Mode I under the SR profile: every edge's RC endpoint keeps what
+//! arrives after a gap and answers with SACKs, and resends only what its
+//! peer reports missing; the context around the endpoints does not
+//! change. SPEC §17.12. [SR-060] [SR-061] [SR-062]
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use alloc::vec::Vec;
+
+use super::tests::{context, header, Rig, MSG};
+use crate::engine::{EngineDropReason, PsnAlignment};
+use crate::psn::Psn;
+use crate::roce::{Completion, Transport};
+use crate::wire::{Collective, GroupId, Opcode, RoceFrame};
+
+/// A two-rank star, W = 8, on `transport`, with both controls of a
+/// `msgs`-message AllReduce in and echoed.
+fn started(transport: Transport, msgs: u32) -> Rig {
+    let mut rig = Rig::with_transport(context(2, false, 8, PsnAlignment::Resync), transport);
+    for p in 0..2 {
+        rig.control(p, header(1, Collective::AllReduce, 0, msgs));
+        rig.peer_sends(p);
+    }
+    rig.rounds(2, &mut |_, _| false);
+    rig
+}
+
+/// The data results peer `p` received, as their payloads.
+fn result_payloads(rig: &mut Rig, p: usize) -> Vec<Vec<u8>> {
+    core::iter::from_fn(|| rig.peers[p].poll_completion())
+        .filter_map(|c| match c {
+            Completion::Recv {
+                imm: None,
+                buf,
+                byte_len,
+                ..
+            } => Some(buf[..byte_len as usize].to_vec()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn is_data(f: &[u8]) -> bool {
+    RoceFrame::parse(f).unwrap().bth.opcode == Opcode::RcSendOnly
+}
+
+/// Both ranks got every result, each the sum of two messages of 7s.
+fn assert_results(rig: &mut Rig, msgs: usize) {
+    for p in 0..2 {
+        let got = result_payloads(rig, p);
+        assert_eq!(got.len(), msgs, "rank {p}");
+        for r in got {
+            assert_eq!(r.len(), MSG);
+            for w in r.chunks(4) {
+                assert_eq!(w, 0x0e0e_0e0eu32.to_le_bytes(), "rank {p}");
+            }
+        }
+    }
+}
+
+/// [SR-060] The profile reaches the edges only when given: a go-back-N
+/// context holds no SR state, an SR one the endpoints' windows and send
+/// records (W = 8, M = 1: 128 PSNs unacknowledged, a window of 256 PSNs of
+/// 256 + 1 bytes and a 64-byte record each, 256 send records of 32
+/// bytes, on two edges). A context that has carried traffic keeps its
+/// profile.
+#[test]
+fn sr_060_profile_reaches_the_edges_at_install_only() {
+    let gbn = Rig::with_transport(context(2, false, 8, PsnAlignment::Resync), Transport::Gbn);
+    let ctx = gbn.eng.context(GroupId(1)).unwrap();
+    assert_eq!(ctx.transport_bytes(), 0);
+    let sr = Rig::with_transport(context(2, false, 8, PsnAlignment::Resync), Transport::SR);
+    let ctx = sr.eng.context(GroupId(1)).unwrap();
+    assert_eq!(ctx.transport_bytes(), 2 * (256 * (256 + 1 + 64) + 256 * 32));
+    // After a control message the profile stays.
+    let mut late = started(Transport::Gbn, 1);
+    let ctx = late.eng.context_mut(GroupId(1)).unwrap();
+    ctx.set_transport(Transport::SR);
+    assert_eq!(ctx.transport_bytes(), 0);
+}
+
+/// [SR-060] [CTL-040] An edge rebuilt for SR starts at the group's PSN set
+/// before it, and an AllReduce runs on it without loss, SACK or resend.
+#[test]
+fn sr_060_rebuilt_edges_keep_the_start_psn() {
+    let start = Psn::from_truncated(0x00ff_fff0);
+    let cfg = context(2, false, 8, PsnAlignment::Resync);
+    let mut rig = Rig::with_transport(cfg, Transport::Gbn);
+    let ctx = rig.eng.context_mut(GroupId(1)).unwrap();
+    ctx.set_start_psn(start);
+    ctx.set_transport(Transport::SR);
+    assert!(ctx.transport_bytes() > 0);
+    for q in &mut rig.peers {
+        let mut c = *q.config();
+        c.sq_psn = start;
+        c.rq_psn = start;
+        c.transport = Transport::SR;
+        *q = crate::roce::RcQp::new(c).unwrap();
+        for _ in 0..32 {
+            q.post_recv(crate::roce::WrId(0), alloc::vec![0; MSG])
+                .unwrap();
+        }
+    }
+    for p in 0..2 {
+        rig.control(p, header(1, Collective::AllReduce, 0, 6));
+        rig.peer_sends(p);
+    }
+    rig.rounds(2, &mut |_, _| false);
+    for p in 0..2 {
+        rig.data(p, 6);
+    }
+    rig.rounds(6, &mut |_, _| false);
+    assert_results(&mut rig, 6);
+    let c = rig.eng.counters();
+    assert_eq!((c.tx_sacks, c.rx_sacks, c.tx_retransmits), (0, 0, 0));
+    assert_eq!(c.drops(EngineDropReason::Transport), 0);
+}
+
+/// [SR-061] [SR-062] A rank's message lost on its way to the switch: the
+/// edge keeps the messages after the gap, SACKs, and the rank resends
+/// that message alone; the AllReduce completes.
+#[test]
+fn sr_061_edge_keeps_what_follows_a_lost_request() {
+    let mut rig = started(Transport::SR, 6);
+    rig.data(0, 6);
+    rig.data(1, 6);
+    let frames = rig.sent_by_peer(0);
+    let mut data = 0;
+    for f in frames {
+        if is_data(&f) {
+            data += 1;
+            if data == 2 {
+                continue;
+            }
+        }
+        rig.eng.handle_frame(rig.now, 0, &f);
+    }
+    rig.peer_sends(1);
+    rig.rounds(6, &mut |_, _| false);
+    assert_results(&mut rig, 6);
+    let c = rig.eng.counters();
+    assert!(c.tx_sacks >= 1, "SACKs sent {}", c.tx_sacks);
+    assert_eq!(c.drops(EngineDropReason::Transport), 0);
+    let r0 = rig.peers[0].counters();
+    assert_eq!(r0.tx_retransmits, 1, "the lost message alone");
+    assert!(r0.rx_sacks >= 1);
+}
+
+/// A result lost on its way to rank 1 under `transport`: the engine's
+/// counters after the AllReduce completes.
+fn result_lost(transport: Transport) -> crate::engine::EngineCounters {
+    let mut rig = started(transport, 6);
+    rig.data(0, 6);
+    rig.data(1, 6);
+    rig.peer_sends(0);
+    rig.peer_sends(1);
+    let mut data = 0;
+    rig.rounds(1, &mut |port, f| {
+        if port == 1 && is_data(f) {
+            data += 1;
+            return data == 2;
+        }
+        false
+    });
+    rig.rounds(6, &mut |_, _| false);
+    assert_results(&mut rig, 6);
+    rig.eng.counters().clone()
+}
+
+/// [SR-061] [SR-062] A result lost on its way to a rank: the rank SACKs,
+/// and the edge resends that result alone (go-back-N resends it and the
+/// four after it).
+#[test]
+fn sr_061_edge_resends_only_the_lost_result() {
+    let c = result_lost(Transport::SR);
+    assert!(c.rx_sacks >= 1, "SACKs received {}", c.rx_sacks);
+    assert_eq!(c.selective_resends, 1);
+    assert_eq!(c.tx_retransmits, 1);
+    let g = result_lost(Transport::Gbn);
+    assert_eq!((g.rx_sacks, g.selective_resends), (0, 0));
+    assert_eq!(g.tx_retransmits, 5);
+}
