@@ -65,6 +65,7 @@ fn table_and_bad_arguments() {
         &["--ranks", "0"][..],
         &["--queue-frames", "0"],
         &["--size", "0"],
+        &["--start-divisor", "0"],
     ] {
         let out = epic_sim_incast(bad);
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
