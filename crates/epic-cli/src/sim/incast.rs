@@ -78,8 +78,8 @@ pub(crate) struct IncastArgs {
     fast_recovery_stages: u32,
     /// The queues' marking thresholds Kmin, Kmax (K suffix) and Pmax (%),
     /// as `KMIN,KMAX,PMAX` (default 8K,32K,20).
-    #[arg(long)]
-    ecn: Option<String>,
+    #[arg(long, value_parser = parse_ecn)]
+    ecn: Option<EcnConfig>,
     /// Simulator seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -88,13 +88,21 @@ pub(crate) struct IncastArgs {
     format: Format,
 }
 
-/// `--ecn KMIN,KMAX,PMAX`.
-fn parse_ecn(s: &str) -> Option<EcnConfig> {
-    let mut it = s.split(',');
-    let kmin = parse_size(it.next()?).ok()?;
-    let kmax = parse_size(it.next()?).ok()?;
-    let pmax: f64 = it.next()?.parse().ok()?;
-    Some(EcnConfig {
+/// `--ecn KMIN,KMAX,PMAX`: sizes with K/M suffixes, Pmax in percent;
+/// Kmin ≤ Kmax and Pmax ≤ 100.
+fn parse_ecn(s: &str) -> Result<EcnConfig, String> {
+    let bad = || format!("{s}: expected KMIN,KMAX,PMAX (e.g. 8K,32K,20)");
+    let parts: Vec<&str> = s.split(',').collect();
+    let [kmin, kmax, pmax] = parts.as_slice() else {
+        return Err(bad());
+    };
+    let kmin = parse_size(kmin).map_err(|_| bad())?;
+    let kmax = parse_size(kmax).map_err(|_| bad())?;
+    let pmax: f64 = pmax.parse().map_err(|_| bad())?;
+    if kmin > kmax || !(0.0..=100.0).contains(&pmax) {
+        return Err(bad());
+    }
+    Ok(EcnConfig {
         kmin_bytes: kmin,
         kmax_bytes: kmax,
         pmax_ppm: (pmax * 10_000.0) as u32,
@@ -146,11 +154,7 @@ fn config(args: &IncastArgs) -> IncastConfig {
             fast_recovery_stages: args.fast_recovery_stages,
             ..DcqcnConfig::DEFAULT
         },
-        ecn: args
-            .ecn
-            .as_deref()
-            .and_then(parse_ecn)
-            .unwrap_or(SHALLOW_ECN),
+        ecn: args.ecn.unwrap_or(SHALLOW_ECN),
         window_psns: args.window,
         qp_timeout: args.timeout,
         seed: args.seed,
