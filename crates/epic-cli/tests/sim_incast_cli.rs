@@ -65,6 +65,9 @@ fn table_and_bad_arguments() {
         &["--ranks", "0"][..],
         &["--queue-frames", "0"],
         &["--size", "0"],
+        &["--start-divisor", "0"],
+        &["--ecn", "32K,8K,20"],
+        &["--ecn", "8K,32K"],
     ] {
         let out = epic_sim_incast(bad);
         assert_eq!(out.status.code(), Some(2), "{bad:?}");

@@ -81,8 +81,8 @@ pub struct IncastConfig {
     pub ecn: EcnConfig,
     /// The receiver's CNP interval, with `cc` on ([CC-040]).
     pub cnp_interval: Duration,
-    /// The senders' DCQCN constants, with `cc` on ([CC-025]); the line
-    /// rate is taken from `link_bps`.
+    /// The senders' DCQCN constants, with `cc` on ([CC-025], [CC-117]);
+    /// the line rate is taken from `link_bps`.
     pub dcqcn: DcqcnConfig,
     /// The QPs' transport profile (go-back-N or selective
     /// retransmission, [SR-010]).
@@ -101,7 +101,9 @@ pub struct IncastConfig {
 
 impl IncastConfig {
     /// 16 senders × 4 MiB into a 32-frame queue at 100 Gbit/s, 1 µs links,
-    /// a 1 ms ACK timeout (exponent 8), CC off.
+    /// a 1 ms ACK timeout (exponent 8), CC off; with CC on, the RC QP's
+    /// defaults ([`CcConfig::DEFAULT`]: DCQCN's constants, a start at 1/8
+    /// of the line rate, [CC-117], and DCQCN's 50 µs CNP interval).
     pub const DEFAULT: IncastConfig = IncastConfig {
         ranks: 16,
         bytes_per_rank: 4 << 20,
@@ -110,8 +112,8 @@ impl IncastConfig {
         latency: Duration::from_micros(1),
         cc: false,
         ecn: SHALLOW_ECN,
-        cnp_interval: Duration::from_micros(4),
-        dcqcn: DcqcnConfig::DEFAULT,
+        cnp_interval: CcConfig::DEFAULT.cnp_interval,
+        dcqcn: CcConfig::DEFAULT.dcqcn,
         transport: Transport::Gbn,
         window_psns: 128,
         qp_timeout: 8,
@@ -133,6 +135,10 @@ pub struct IncastReport {
     pub completed: bool,
     /// When the last byte reached the receiver (or the limit), ns.
     pub finish_ns: u64,
+    /// When the first sender's last byte reached the receiver, ns (0:
+    /// none finished): against `finish_ns`, how unevenly the senders
+    /// shared the queue.
+    pub first_finish_ns: u64,
     /// Bytes the receiver executed in order, all senders.
     pub bytes_delivered: u64,
     /// Frames offered to the switch's queue toward the receiver.
@@ -151,6 +157,13 @@ pub struct IncastReport {
     pub tx_retransmits: u64,
     /// Local ACK timeouts at the senders.
     pub timeouts: u64,
+    /// SR: PSNs the senders marked for a selective resend ([SR-015]).
+    pub selective_resends: u64,
+    /// SR: tail-loss probes the senders sent ([SR-017]).
+    pub probes: u64,
+    /// Requests that asked for an ACK because their sender was paced
+    /// below the line rate ([CC-116]).
+    pub paced_ack_reqs: u64,
     /// CNPs the receiver sent.
     pub cnps_sent: u64,
     /// CNPs that cut a sender's rate.
@@ -232,6 +245,7 @@ pub struct Receiver {
     packets: u32,
     next: usize,
     finished_at: Option<Instant>,
+    first_finished_at: Option<Instant>,
 }
 
 /// One egress queue of the switch.
@@ -345,6 +359,9 @@ impl Receiver {
             return;
         };
         qp.handle_verified(now, &f);
+        if self.first_finished_at.is_none() && qp.expected_psn().value() >= self.packets {
+            self.first_finished_at = Some(now);
+        }
         if self.finished_at.is_none() && self.all_delivered() {
             self.finished_at = Some(now);
         }
@@ -518,6 +535,7 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, IncastError> {
         packets,
         next: 0,
         finished_at: None,
+        first_finished_at: None,
     }));
     // The switch.
     let ecn = cfg.ecn;
@@ -587,6 +605,7 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, IncastError> {
     };
     if let Some(IncastNode::Receiver(r)) = sim.node(receiver) {
         rep.finish_ns = r.finished_at.unwrap_or(sim.now()).as_nanos();
+        rep.first_finish_ns = r.first_finished_at.map_or(0, |t| t.as_nanos());
         let mtu = u64::from(Mtu::Mtu4096.bytes());
         for q in &r.qps {
             let exec = u64::from(q.expected_psn().value().min(packets));
@@ -609,6 +628,9 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, IncastError> {
             rep.tx_requests += c.tx_requests;
             rep.tx_retransmits += c.tx_retransmits;
             rep.timeouts += c.timeouts;
+            rep.selective_resends += c.selective_resends;
+            rep.probes += c.probes;
+            rep.paced_ack_reqs += c.paced_ack_reqs;
             rep.rate_cuts += c.rate_cuts;
         }
     }

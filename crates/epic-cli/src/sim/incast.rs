@@ -7,9 +7,10 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use epic_proto::cc::DcqcnConfig;
+use epic_proto::cc::{DcqcnConfig, EcnConfig, ALPHA_ONE};
+use epic_proto::roce::CcConfig;
 use epic_proto::time::Duration;
-use netsim::incast::{run as run_incast, IncastConfig, IncastReport};
+use netsim::incast::{run as run_incast, IncastConfig, IncastReport, SHALLOW_ECN};
 use serde::Serialize;
 
 use crate::args::{parse_gbps, parse_latency_us, parse_size, Format, TransportArg};
@@ -44,19 +45,68 @@ pub(crate) struct IncastArgs {
     /// Local ACK timeout exponent: 4.096 µs · 2^timeout (8 ≈ 1 ms).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(1..=31))]
     timeout: u8,
-    /// The receiver's CNP interval, µs (DCQCN's paper: 50).
-    #[arg(long, default_value_t = 4.0, value_parser = parse_latency_us)]
+    /// The receiver's CNP interval, µs (DCQCN's paper and the RC QP's
+    /// default: 50).
+    #[arg(long, default_value_t = 50.0, value_parser = parse_latency_us)]
     cnp_interval_us: f64,
     /// DCQCN's byte counter B: one rate-increase event per this many bytes
     /// sent (K/M suffixes; DCQCN's paper: 10M).
     #[arg(long, default_value = "10M", value_parser = parse_size)]
     byte_counter: u64,
+    /// DCQCN's start: each sender's rate before its first CNP is the line
+    /// rate over this (1: the line rate, DCQCN's paper; the RC QP's
+    /// default: 8).
+    #[arg(long, default_value_t = CcConfig::START_DIVISOR, value_parser = clap::value_parser!(u32).range(1..))]
+    start_divisor: u32,
+    /// DCQCN's α before the first CNP (0..=1; the paper: 1).
+    #[arg(long, default_value_t = 1.0)]
+    initial_alpha: f64,
+    /// DCQCN's gain g of α (0..=1; the paper: 1/256).
+    #[arg(long, default_value_t = 1.0 / 256.0)]
+    alpha_gain: f64,
+    /// DCQCN's α period and rate-increase period T, µs (the paper: 55).
+    #[arg(long, default_value_t = 55.0, value_parser = parse_latency_us)]
+    increase_period_us: f64,
+    /// DCQCN's additive increase R_AI, Mbit/s (the paper: 40).
+    #[arg(long, default_value_t = 40)]
+    ai_mbps: u64,
+    /// DCQCN's hyper increase R_HAI, Mbit/s (ns3-rdma: 200).
+    #[arg(long, default_value_t = 200)]
+    hai_mbps: u64,
+    /// DCQCN's fast-recovery stages F (the paper: 5).
+    #[arg(long, default_value_t = 5)]
+    fast_recovery_stages: u32,
+    /// The queues' marking thresholds Kmin, Kmax (K suffix) and Pmax (%),
+    /// as `KMIN,KMAX,PMAX` (default 8K,32K,20).
+    #[arg(long, value_parser = parse_ecn)]
+    ecn: Option<EcnConfig>,
     /// Simulator seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+}
+
+/// `--ecn KMIN,KMAX,PMAX`: sizes with K/M suffixes, Pmax in percent;
+/// Kmin ≤ Kmax and Pmax ≤ 100.
+fn parse_ecn(s: &str) -> Result<EcnConfig, String> {
+    let bad = || format!("{s}: expected KMIN,KMAX,PMAX (e.g. 8K,32K,20)");
+    let parts: Vec<&str> = s.split(',').collect();
+    let [kmin, kmax, pmax] = parts.as_slice() else {
+        return Err(bad());
+    };
+    let kmin = parse_size(kmin).map_err(|_| bad())?;
+    let kmax = parse_size(kmax).map_err(|_| bad())?;
+    let pmax: f64 = pmax.parse().map_err(|_| bad())?;
+    if kmin > kmax || !(0.0..=100.0).contains(&pmax) {
+        return Err(bad());
+    }
+    Ok(EcnConfig {
+        kmin_bytes: kmin,
+        kmax_bytes: kmax,
+        pmax_ppm: (pmax * 10_000.0) as u32,
+    })
 }
 
 /// `--cc`.
@@ -94,8 +144,17 @@ fn config(args: &IncastArgs) -> IncastConfig {
         transport: args.transport.transport(),
         dcqcn: DcqcnConfig {
             byte_counter_bytes: args.byte_counter,
+            start_divisor: args.start_divisor,
+            initial_alpha: (args.initial_alpha.clamp(0.0, 1.0) * f64::from(ALPHA_ONE)) as u32,
+            alpha_gain: (args.alpha_gain.clamp(0.0, 1.0) * f64::from(ALPHA_ONE)) as u32,
+            alpha_period: Duration::from_nanos((args.increase_period_us * 1e3) as u64),
+            increase_period: Duration::from_nanos((args.increase_period_us * 1e3) as u64),
+            ai_rate_bps: args.ai_mbps * 1_000_000,
+            hai_rate_bps: args.hai_mbps * 1_000_000,
+            fast_recovery_stages: args.fast_recovery_stages,
             ..DcqcnConfig::DEFAULT
         },
+        ecn: args.ecn.unwrap_or(SHALLOW_ECN),
         window_psns: args.window,
         qp_timeout: args.timeout,
         seed: args.seed,

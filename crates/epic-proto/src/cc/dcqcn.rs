@@ -82,6 +82,22 @@ pub struct DcqcnConfig {
     /// value of the DCQCN authors' packet simulator, `ns3-rdma`'s
     /// `mix/config.txt`, beside its R_AI of 40 Mbit/s).
     pub hai_rate_bps: u64,
+    /// Rc before the first CNP is the line rate divided by this (at least
+    /// 1; default 1, DCQCN's start at the line rate). Above 1 the sender
+    /// starts in fast recovery toward the line rate (Rt = line rate, the
+    /// increase timer armed by its first frame): a lone sender climbs to
+    /// the line rate in DCQCN's own increase events, while senders that
+    /// start together into one queue hear its marks before they overflow
+    /// it. The RC QP's default ([`CcConfig`](crate::roce::CcConfig),
+    /// feature `alloc`) is 8. [CC-117] Absent from a serialized
+    /// configuration, it is 1.
+    #[cfg_attr(feature = "serde", serde(default = "one"))]
+    pub start_divisor: u32,
+}
+
+#[cfg(feature = "serde")]
+fn one() -> u32 {
+    1
 }
 
 impl DcqcnConfig {
@@ -97,6 +113,7 @@ impl DcqcnConfig {
         fast_recovery_stages: 5,
         ai_rate_bps: 40_000_000,
         hai_rate_bps: 200_000_000,
+        start_divisor: 1,
     };
 
     /// The defaults at another line rate.
@@ -106,9 +123,25 @@ impl DcqcnConfig {
         c
     }
 
-    /// Checks the fields: rates, periods, B and R_AI not zero (R_AI > 0 is
-    /// what makes every recovery reach line rate), min ≤ line, g and the
-    /// initial α at most 1.
+    /// Rc before the first CNP: the line rate over `start_divisor`, not
+    /// below the minimum rate. [CC-117]
+    pub const fn start_rate(&self) -> u64 {
+        let d = if self.start_divisor == 0 {
+            1
+        } else {
+            self.start_divisor as u64
+        };
+        let r = self.line_rate_bps / d;
+        if r < self.min_rate_bps {
+            self.min_rate_bps
+        } else {
+            r
+        }
+    }
+
+    /// Checks the fields: rates, periods, B, R_AI and the start divisor
+    /// not zero (R_AI > 0 is what makes every recovery reach line rate),
+    /// min ≤ line, g and the initial α at most 1.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let zero = [
             ("line_rate_bps", self.line_rate_bps),
@@ -117,6 +150,7 @@ impl DcqcnConfig {
             ("increase_period", self.increase_period.as_nanos()),
             ("byte_counter_bytes", self.byte_counter_bytes),
             ("ai_rate_bps", self.ai_rate_bps),
+            ("start_divisor", u64::from(self.start_divisor)),
         ];
         if let Some((field, _)) = zero.iter().find(|(_, v)| *v == 0) {
             return Err(ConfigError::Zero { field });
@@ -210,12 +244,13 @@ pub struct ReactionPoint {
 }
 
 impl ReactionPoint {
-    /// A reaction point at line rate, with no timer armed.
+    /// A reaction point at its start rate ([`DcqcnConfig::start_rate`]),
+    /// with no timer armed.
     pub fn try_new(config: DcqcnConfig) -> Result<ReactionPoint, ConfigError> {
         config.validate()?;
         Ok(ReactionPoint {
             config,
-            current_bps: config.line_rate_bps,
+            current_bps: config.start_rate(),
             target_bps: config.line_rate_bps,
             alpha: config.initial_alpha,
             timer_stage: 0,
@@ -289,6 +324,13 @@ impl ReactionPoint {
         self.next_free = start + Duration::from_nanos(ns);
         if !self.recovering() {
             return;
+        }
+        // A sender that starts below the line rate ([CC-117]) arms the
+        // increase timer with its first frame; after a cut it is armed
+        // already.
+        if self.timers.get(Timer::RateIncrease).is_none() {
+            self.timers
+                .set(Timer::RateIncrease, now + self.config.increase_period);
         }
         self.bytes_since = self.bytes_since.saturating_add(bytes);
         let b = self.config.byte_counter_bytes;
@@ -405,7 +447,7 @@ impl Default for ReactionPoint {
         let c = DcqcnConfig::DEFAULT;
         ReactionPoint {
             config: c,
-            current_bps: c.line_rate_bps,
+            current_bps: c.start_rate(),
             target_bps: c.line_rate_bps,
             alpha: c.initial_alpha,
             timer_stage: 0,

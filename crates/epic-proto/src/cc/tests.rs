@@ -641,3 +641,43 @@ proptest! {
         prop_assert!(marks.abs_diff(exact) <= 1);
     }
 }
+
+/// [CC-117] [CC-025]: a start divisor above 1 starts the sender below the
+/// line rate with Rt at the line rate and no timer armed; its first frame
+/// arms the increase timer, whose events climb as fast recovery does. A
+/// divisor of 0 is refused; the start is never below the minimum rate.
+#[test]
+fn start_below_the_line_rate() {
+    let cfg = DcqcnConfig {
+        start_divisor: 8,
+        ..DcqcnConfig::DEFAULT
+    };
+    let mut rp = ReactionPoint::try_new(cfg).unwrap();
+    assert_eq!(rp.rate(), 12_500_000_000);
+    assert_eq!(rp.target_rate(), 100 * GBPS);
+    assert_eq!(rp.poll_timeout(), None);
+    rp.on_sent(at_us(1), 4096);
+    assert_eq!(rp.poll_timeout(), Some(at_us(56)));
+    rp.handle_timeout(at_us(56));
+    assert_eq!(rp.rate(), 56_250_000_000);
+    assert_eq!(rp.counters().fast_recovery, 1);
+    // A CNP then cuts from where it is, as any cut.
+    rp.on_cnp(at_us(57));
+    assert_eq!(rp.rate(), 28_125_000_000);
+    assert_eq!(DcqcnConfig::DEFAULT.start_rate(), 100 * GBPS);
+    let floor = DcqcnConfig {
+        start_divisor: 10_000,
+        ..DcqcnConfig::DEFAULT
+    };
+    assert_eq!(floor.start_rate(), floor.min_rate_bps);
+    assert_eq!(
+        ReactionPoint::try_new(DcqcnConfig {
+            start_divisor: 0,
+            ..DcqcnConfig::DEFAULT
+        })
+        .unwrap_err(),
+        ConfigError::Zero {
+            field: "start_divisor"
+        }
+    );
+}

@@ -16,10 +16,16 @@ use crate::wire::{Ecn, Opcode, RoceFrame};
 /// whole hundreds of nanoseconds.
 const LINE_BPS: u64 = 10_000_000_000;
 
+/// DCQCN at `LINE_BPS`, starting at the line rate (DCQCN's start, start
+/// divisor 1), so that the tests of [CC-110]…[CC-113] see a sender at the
+/// line rate until its first CNP; the default start of [CC-117] has its own
+/// tests below.
 fn cc_configs() -> (QpConfig, QpConfig) {
     let (mut a, mut b) = configs();
-    a.cc = Some(CcConfig::with_line_rate(LINE_BPS));
-    b.cc = Some(CcConfig::with_line_rate(LINE_BPS));
+    let mut cc = CcConfig::with_line_rate(LINE_BPS);
+    cc.dcqcn.start_divisor = 1;
+    a.cc = Some(cc);
+    b.cc = Some(cc);
     (a, b)
 }
 
@@ -270,4 +276,82 @@ fn a_marked_path_delivers_and_recovers() {
         p.a.handle_timeout(p.now);
     }
     assert_eq!(p.a.reaction_point().unwrap().rate(), LINE_BPS);
+}
+
+/// [CC-117]: the RC QP's default reaction point starts at 1/8 of the line
+/// rate, paces its first requests there, arms the increase timer with its
+/// first frame, and climbs back to the line rate in DCQCN's increase
+/// events with no CNP at all.
+#[test]
+fn default_start_is_an_eighth_of_the_line_rate() {
+    assert_eq!(
+        CcConfig::DEFAULT.dcqcn.start_divisor,
+        CcConfig::START_DIVISOR
+    );
+    assert_eq!(CcConfig::START_DIVISOR, 8);
+    let (mut a, mut b) = configs();
+    a.cc = Some(CcConfig::with_line_rate(LINE_BPS));
+    b.cc = Some(CcConfig::with_line_rate(LINE_BPS));
+    let mut p = Pair::with(a, b);
+    let rp = p.a.reaction_point().unwrap();
+    assert_eq!(rp.rate(), LINE_BPS / 8);
+    assert_eq!(rp.target_rate(), LINE_BPS);
+    assert_eq!(rp.poll_timeout(), None, "nothing armed before a frame");
+    send(&mut p, 1, 1024); // four 256-byte packets
+    let start = p.now;
+    let sent = paced_a(&mut p);
+    assert_eq!(sent.len(), 4);
+    // 1.25 Gbit/s: 6.4 ns per byte.
+    let gap = sent[1].0.as_nanos() - sent[0].0.as_nanos();
+    assert_eq!(gap, sent[0].1.bytes.len() as u64 * 32 / 5);
+    let period = CcConfig::DEFAULT.dcqcn.increase_period;
+    assert_eq!(
+        p.a.reaction_point().unwrap().poll_timeout(),
+        Some(start + period)
+    );
+    // The first increase event halves the distance to the line rate.
+    p.now = start + period;
+    p.a.handle_timeout(p.now);
+    assert_eq!(
+        p.a.reaction_point().unwrap().rate(),
+        (LINE_BPS + LINE_BPS / 8).div_ceil(2)
+    );
+    // Left alone, it reaches the line rate and disarms.
+    while let Some(t) = p.a.reaction_point().unwrap().poll_timeout() {
+        p.now = p.now.max(t);
+        p.a.handle_timeout(p.now);
+    }
+    let rp = p.a.reaction_point().unwrap();
+    assert_eq!(rp.rate(), LINE_BPS);
+    assert_eq!(rp.counters().line_rate_reached, 1);
+    assert_eq!(p.a.counters().rate_cuts, 0);
+}
+
+/// [CC-116]: below the line rate every request carries AckReq (counted in
+/// `paced_ack_reqs` when rxe's rule would not have set it) and the
+/// responder acknowledges each; at the line rate AckReq follows [RC-021]
+/// alone.
+#[test]
+fn paced_requests_ask_for_every_ack() {
+    let (mut a, mut b) = configs();
+    a.cc = Some(CcConfig::with_line_rate(LINE_BPS));
+    b.cc = Some(CcConfig::with_line_rate(LINE_BPS));
+    let mut p = Pair::with(a, b);
+    send(&mut p, 1, 1024); // four packets, the last with AckReq anyway
+    let frames: Vec<Sent> = paced_a(&mut p).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(frames.len(), 4);
+    assert!(frames.iter().all(|s| s.ack_req));
+    assert_eq!(p.a.counters().paced_ack_reqs, 3);
+    p.deliver_to_b(&frames);
+    let acks = p.b_to_a();
+    assert_eq!(acks.len(), 4);
+    assert!(acks.iter().all(|s| s.opcode == Opcode::RcAcknowledge));
+
+    // At the line rate: only the last packet asks.
+    let mut q = cc_pair();
+    send(&mut q, 1, 1024);
+    let frames: Vec<Sent> = paced_a(&mut q).into_iter().map(|(_, s)| s).collect();
+    let asks: Vec<bool> = frames.iter().map(|s| s.ack_req).collect();
+    assert_eq!(asks, [false, false, false, true]);
+    assert_eq!(q.a.counters().paced_ack_reqs, 0);
 }

@@ -149,6 +149,9 @@ pub struct Counters {
     /// DCQCN: CNPs that lowered the requester's rate (a CNP at the
     /// minimum rate cuts nothing). [CC-113]
     pub rate_cuts: u64,
+    /// DCQCN: requests that carried AckReq only because the requester's
+    /// rate was below the line rate. [CC-116]
+    pub paced_ack_reqs: u64,
     /// Credits: times the requester began to wait for credit (the next
     /// message needed a receive its peer had not granted). [RC-102]
     pub credit_stalls: u64,

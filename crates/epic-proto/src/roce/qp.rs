@@ -521,10 +521,19 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             }
             cc.pace_until = None;
         }
-        let Some(pkt) = self.req.next_packet(&self.cfg) else {
+        let Some(mut pkt) = self.req.next_packet(&self.cfg) else {
             self.credit_wait(now);
             return Ok(None);
         };
+        // Below the line rate every request asks for an ACK, so that the
+        // acknowledgements keep the pace of the requests rather than of
+        // `ack_req_every` of them. [CC-116]
+        if let Some(cc) = self.cc.as_ref() {
+            if !pkt.ack_req && cc.rp.rate() < cc.rp.config().line_rate_bps {
+                pkt.ack_req = true;
+                self.counters.paced_ack_reqs += 1;
+            }
+        }
         self.counters.tx_requests += 1;
         if pkt.retransmit {
             self.counters.tx_retransmits += 1;
