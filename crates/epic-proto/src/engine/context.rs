@@ -91,6 +91,18 @@ impl Context {
         }
     }
 
+    /// Sets the congestion control of the group's RC QPs ([CC-110]; off
+    /// by default): a Mode I context builds every edge's endpoint with it,
+    /// so that the edge paces its requests by the CNPs it receives and
+    /// answers CE-marked requests with CNPs. Modes II and III have no RC
+    /// endpoints and ignore it. Like [`Context::set_transport`], call it
+    /// at install, never on the packet path. [CC-118]
+    pub fn set_cc(&mut self, cc: Option<crate::roce::CcConfig>) {
+        if let ModeState::Terminated(m) = &mut self.mode {
+            m.set_cc(cc);
+        }
+    }
+
     /// The bytes of state the transport profile adds beside the arena
     /// footprint: 0 under go-back-N. [SR-036]
     pub fn transport_bytes(&self) -> usize {

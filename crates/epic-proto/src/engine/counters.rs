@@ -142,8 +142,13 @@ pub struct EngineCounters {
     pub timeouts: u64,
     /// Mode III: NAKs sent.
     pub tx_naks: u64,
-    /// Mode III: CNPs sent.
+    /// Mode III: CNPs sent; Mode I: CNPs its edges' endpoints sent with
+    /// DCQCN on. [CC-118]
     pub tx_cnps: u64,
+    /// Mode I: CNPs its edges' endpoints took with DCQCN on. [CC-118]
+    pub rx_cnps: u64,
+    /// Mode I: CNPs that lowered an edge endpoint's rate. [CC-118]
+    pub rate_cuts: u64,
     /// Mode III: ACKs sent to another switch only to widen its credit
     /// when a pipe moved. [M3-028]
     pub window_updates: u64,

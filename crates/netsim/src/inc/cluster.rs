@@ -70,8 +70,8 @@ pub struct ClusterConfig {
     /// between devices that run it).
     pub transport: Transport,
     /// DCQCN at the ranks' QPs ([CC-110]; off by default, and off every
-    /// frame is what it was without it). The switches neither mark nor
-    /// answer CE themselves; marking is per link
+    /// frame is what it was without it), and at Mode I's edge endpoints
+    /// ([CC-118]). The switches do not mark themselves; marking is per link
     /// (`Sim::set_link_ecn`, [CC-100]).
     pub cc: Option<CcConfig>,
     /// Modes II and III: W grows to cover the acknowledgement loop's
@@ -438,6 +438,8 @@ fn switch_engine(cfg: &ClusterConfig, tree: &IncTree, i: usize) -> Result<IncEng
             // receivers' SACKs toward the root, Mode III's hops run SR, and
             // Mode I's edge endpoints do. [SR-036] [SR-050] [SR-060]
             c.set_transport(cfg.transport);
+            // The ranks' DCQCN on Mode I's edge endpoints too. [CC-118]
+            c.set_cc(cfg.cc);
         }
     }
     Ok(eng)

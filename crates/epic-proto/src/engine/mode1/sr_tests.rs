@@ -179,3 +179,83 @@ fn sr_061_edge_resends_only_the_lost_result() {
     assert_eq!((g.rx_sacks, g.selective_resends), (0, 0));
     assert_eq!(g.tx_retransmits, 5);
 }
+
+/// The IPv4 ECN bits of a frame.
+fn ecn(f: &[u8]) -> u8 {
+    f[15] & 3
+}
+
+/// Marks a frame CE and fixes its IPv4 header checksum (the ICRC masks
+/// the TOS byte).
+fn mark_ce(f: &mut [u8]) {
+    f[15] |= 3;
+    f[24] = 0;
+    f[25] = 0;
+    let mut sum: u32 = f[14..34]
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+}
+
+/// [CC-118] [CC-110] A Mode I context without congestion control sends
+/// its data Not-ECT (unchanged); given the group's DCQCN at install, its
+/// edges' data leaves ECT(0), a rank that sees it marked CE answers with a
+/// CNP, and the edge's reaction point takes the CNP: counted, no drop.
+#[test]
+fn cc_116_edges_run_dcqcn_when_given() {
+    use crate::roce::CcConfig;
+    for cc in [None, Some(CcConfig::DEFAULT)] {
+        let mut rig =
+            Rig::with_transport(context(2, false, 8, PsnAlignment::Resync), Transport::Gbn);
+        rig.eng.context_mut(GroupId(1)).unwrap().set_cc(cc);
+        for q in &mut rig.peers {
+            let mut c = *q.config();
+            c.cc = cc;
+            *q = crate::roce::RcQp::new(c).unwrap();
+            for _ in 0..32 {
+                q.post_recv(crate::roce::WrId(0), alloc::vec![0; MSG])
+                    .unwrap();
+            }
+        }
+        // DCQCN paces every requester (CC-112): time moves 1 µs a round.
+        let mut results = 0;
+        for round in 0..40 {
+            if round == 4 {
+                rig.data(0, 2);
+                rig.data(1, 2);
+            }
+            rig.now += crate::time::Duration::from_micros(1);
+            rig.eng.handle_timeout(rig.now);
+            if round == 0 {
+                for p in 0..2 {
+                    rig.control(p, header(1, Collective::AllReduce, 0, 2));
+                }
+            }
+            for p in 0..2 {
+                rig.peers[p].handle_timeout(rig.now);
+                rig.peer_sends(p);
+            }
+            for (port, mut f) in rig.sent_by_engine() {
+                if is_data(&f) {
+                    results += 1;
+                    let want = if cc.is_some() { 2 } else { 0 };
+                    assert_eq!(ecn(&f), want, "results leave ECT(0) with DCQCN only");
+                    if cc.is_some() && port == 1 && results <= 2 {
+                        mark_ce(&mut f);
+                    }
+                }
+                rig.peers[port].handle_frame(rig.now, &f);
+            }
+        }
+        assert_eq!(results, 4, "{cc:?}");
+        assert_results(&mut rig, 2);
+        let c = rig.eng.counters();
+        let cnps = u64::from(cc.is_some());
+        assert_eq!((c.rx_cnps, c.rate_cuts), (cnps, cnps), "{cc:?}");
+        assert_eq!(c.drops(EngineDropReason::Transport), 0);
+    }
+}

@@ -12,7 +12,7 @@ use crate::engine::config::{ContextConfig, EngineConfig, INVOCATION_SLOTS};
 use crate::engine::id::EdgeId;
 use crate::engine::invocation::Pattern;
 use crate::psn::Psn;
-use crate::roce::{ConfigError, Mtu, PathConfig, QpConfig, RcQp, Transport, WrId};
+use crate::roce::{CcConfig, ConfigError, Mtu, PathConfig, QpConfig, RcQp, Transport, WrId};
 use crate::wire::{EpicHeaderRepr, EPIC_HEADER_LEN};
 
 /// Buffers a header send may need at once per edge (one invocation's
@@ -138,25 +138,39 @@ pub(crate) struct Terminated {
     /// The profile every edge's endpoint runs ([SR-060]): go-back-N until
     /// the context is given SR at install.
     pub(crate) transport: Transport,
+    /// DCQCN on every edge's endpoint ([CC-118]): off until the context
+    /// is given the group's congestion control at install.
+    pub(crate) cc: Option<CcConfig>,
 }
 
-/// An edge endpoint's SR events the engine counts as its own: SACKs sent,
-/// PSNs marked for a selective resend, probes. [SR-062]
-pub(crate) fn sr_events(c: &crate::roce::Counters) -> [u64; 3] {
-    [c.tx_sacks, c.selective_resends, c.probes]
+/// An edge endpoint's SR and DCQCN events the engine counts as its own:
+/// SACKs sent, PSNs marked for a selective resend, probes ([SR-062]);
+/// CNPs sent and received, rate cuts ([CC-118]).
+pub(crate) fn sr_events(c: &crate::roce::Counters) -> [u64; 6] {
+    [
+        c.tx_sacks,
+        c.selective_resends,
+        c.probes,
+        c.tx_cnps,
+        c.rx_cnps,
+        c.rate_cuts,
+    ]
 }
 
-/// Adds the SR events an endpoint counted since `before` to the engine's
-/// counters. [SR-062]
+/// Adds the SR and DCQCN events an endpoint counted since `before` to the
+/// engine's counters. [SR-062] [CC-118]
 pub(crate) fn fold_sr_events(
     io: &mut crate::engine::io::Io<'_>,
-    before: [u64; 3],
+    before: [u64; 6],
     after: &crate::roce::Counters,
 ) {
-    let [sacks, resends, probes] = sr_events(after);
+    let [sacks, resends, probes, tx_cnps, rx_cnps, cuts] = sr_events(after);
     io.counters.tx_sacks += sacks.saturating_sub(before[0]);
     io.counters.selective_resends += resends.saturating_sub(before[1]);
     io.counters.probes += probes.saturating_sub(before[2]);
+    io.counters.tx_cnps += tx_cnps.saturating_sub(before[3]);
+    io.counters.rx_cnps += rx_cnps.saturating_sub(before[4]);
+    io.counters.rate_cuts += cuts.saturating_sub(before[5]);
 }
 
 /// Gives an edge's endpoint configuration `transport` ([SR-060]). Under
@@ -256,6 +270,7 @@ impl Terminated {
             message_packets: m,
             msg_len: msg,
             transport: Transport::Gbn,
+            cc: None,
         })
     }
 
@@ -267,7 +282,22 @@ impl Terminated {
     /// invocation seen, a receive completed, a send posted), is left as
     /// it is; so is an edge whose endpoint refuses the profile.
     pub(crate) fn set_transport(&mut self, transport: Transport) {
-        if transport == self.transport || !self.pristine() {
+        self.reprofile(transport, self.cc);
+    }
+
+    /// Gives every edge's endpoint the group's congestion control, at
+    /// install, exactly as [`Terminated::set_transport`] gives it the
+    /// profile: DCQCN's reaction point paces the edge's requests and its
+    /// notification point answers CE-marked requests with CNPs ([CC-110]…
+    /// [CC-113]). [CC-118]
+    pub(crate) fn set_cc(&mut self, cc: Option<CcConfig>) {
+        self.reprofile(self.transport, cc);
+    }
+
+    /// Rebuilds every edge's endpoint on `transport` and `cc`. [SR-060]
+    /// [CC-118]
+    fn reprofile(&mut self, transport: Transport, cc: Option<CcConfig>) {
+        if (transport, cc) == (self.transport, self.cc) || !self.pristine() {
             return;
         }
         let (w, m, msg) = (self.window, self.message_packets, self.msg_len);
@@ -275,6 +305,7 @@ impl Terminated {
         for (i, e) in self.edges.iter_mut().enumerate() {
             let mut q = *e.qp.config();
             edge_profile(&mut q, transport, w, m);
+            q.cc = cc;
             let Ok(mut qp) = RcQp::new(q) else {
                 continue;
             };
@@ -289,6 +320,7 @@ impl Terminated {
             e.qp = qp;
         }
         self.transport = transport;
+        self.cc = cc;
     }
 
     /// Nothing has happened on any edge since install.
