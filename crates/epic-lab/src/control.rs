@@ -329,9 +329,10 @@ mod tests {
     }
 
     /// [LAB-013] [COMM-042] [MGR-045] `auto` runs SR where the manager
-    /// grants it (Mode I per edge, [SR-060], Mode II, and Mode III per
-    /// hop: the software switch reports all three, [MGR-015]) and on the
-    /// host fallback; `gbn` runs go-back-N everywhere; `sr`
+    /// grants it (Mode II: the software switch does not report the SR of
+    /// Modes I and III yet, [MGR-015]) and on the host fallback,
+    /// go-back-N toward the Mode I and III switches; `gbn` runs go-back-N
+    /// everywhere; `sr`
     /// stops at a mode whose switches cannot have it, with the manager's
     /// reason. An AllReduce over lossy links is right under each.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -351,12 +352,12 @@ mod tests {
             (
                 LabTransport::Auto,
                 LabMode::Inc(Mode::Augmented),
-                Some(TransportProfile::Sr),
+                Some(TransportProfile::Gbn),
             ),
             (
                 LabTransport::Auto,
                 LabMode::Inc(Mode::Terminated),
-                Some(TransportProfile::Sr),
+                Some(TransportProfile::Gbn),
             ),
             (
                 LabTransport::Auto,
@@ -378,16 +379,8 @@ mod tests {
                 LabMode::Inc(Mode::Translated),
                 Some(TransportProfile::Sr),
             ),
-            (
-                LabTransport::Sr,
-                LabMode::Inc(Mode::Augmented),
-                Some(TransportProfile::Sr),
-            ),
-            (
-                LabTransport::Sr,
-                LabMode::Inc(Mode::Terminated),
-                Some(TransportProfile::Sr),
-            ),
+            (LabTransport::Sr, LabMode::Inc(Mode::Augmented), None),
+            (LabTransport::Sr, LabMode::Inc(Mode::Terminated), None),
         ];
         for (transport, mode, want) in cases {
             let cfg = LabConfig {
