@@ -415,6 +415,12 @@ fn stats(cluster: &Cluster) -> RunStats {
                     s.host_retransmits += c.tx_retransmits as f64;
                     s.host_naks_received += c.rx_seq_naks as f64;
                     s.host_rnr_naks_received += c.rx_rnr_naks as f64;
+                    s.host_sacks += c.tx_sacks as f64;
+                    s.host_selective_resends += c.selective_resends as f64;
+                    s.host_probes += c.probes as f64;
+                    s.host_timeout_resends += c.timeout_resends as f64;
+                    s.host_duplicates +=
+                        c.drops(epic_proto::roce::DropReason::DuplicateRequest) as f64;
                 }
             }
             IncNode::Switch(e) => {
@@ -425,6 +431,10 @@ fn stats(cluster: &Cluster) -> RunStats {
                 s.switch_sacks += c.tx_sacks as f64;
                 s.switch_selective_resends += c.selective_resends as f64;
                 s.switch_probes += c.probes as f64;
+                s.switch_duplicates +=
+                    c.drops(epic_proto::engine::EngineDropReason::Duplicate) as f64;
+                s.switch_result_resends += c.result_resends as f64;
+                s.switch_sack_held_marks += c.sack_held_marks as f64;
             }
             IncNode::External(_) => {}
         }

@@ -34,7 +34,7 @@ fn lossy_matrix() {
     }
 }
 
-/// [SR-010] [SR-030] [SR-031] [SR-032] [SR-033] [SR-037] The SR profile
+/// [SR-010] [SR-030] [SR-031] [SR-032] [SR-033] [SR-037] [SR-070] [SR-071] The SR profile
 /// in Mode II: every collective under 1, 5 and 15 % loss with reordering
 /// and duplication on Tree-2-4 and Tree-3-2 (`EPIC_INC_SWEEP=full`: 20
 /// seeds), every result checked (AllReduce SACKs reflected, a Broadcast's

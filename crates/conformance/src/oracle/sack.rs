@@ -39,9 +39,16 @@ fn sack_of(e: &Event) -> Option<SackRepr> {
     RoceFrame::parse(&e.frame).ok()?.sack()
 }
 
-/// The bytes after the AETH (the SACKETH) of a frame.
-fn sacketh(frame: &[u8]) -> Option<Vec<u8>> {
-    RoceFrame::parse(frame).ok().map(|f| f.payload.to_vec())
+/// Whether `back` has `sent`'s cumulative point and word count and
+/// reports every PSN `sent` reports. [SR-031] [SR-071]
+fn covers(back: &SackRepr, sent: &SackRepr) -> bool {
+    back.cumulative() == sent.cumulative()
+        && back.words().len() == sent.words().len()
+        && back
+            .words()
+            .iter()
+            .zip(sent.words())
+            .all(|(b, s)| b & s == *s)
 }
 
 /// The DUT ports whose peer is a rank.
@@ -67,7 +74,10 @@ fn verdict(seen: usize, bad: &[String], none: &str) -> Verdict {
 }
 
 /// [SR-031] AllReduce: every SACK a rank sends the DUT comes back to it
-/// on the same port, cumulative point and SACKETH unchanged.
+/// on the same port with its cumulative point and word count, reporting
+/// every PSN the rank reported; [SR-071] lets the DUT report more (holes
+/// the rank's resend would not fill), so a SACKETH byte for byte as it
+/// came passes, and so does one with bits added.
 fn reflected(obs: &Observation) -> Check {
     let ranks = rank_ports(obs);
     let events = &obs.trace.events;
@@ -79,13 +89,15 @@ fn reflected(obs: &Observation) -> Check {
         }
         let Some(s) = sack_of(e) else { continue };
         seen += 1;
-        let body = sacketh(&e.frame);
         let back = events.iter().skip(i + 1).any(|o| {
             o.direction == Direction::Out
                 && o.port == e.port
                 && frames::kind(&o.frame) == Kind::Sack
                 && frames::psn(&o.frame) == Some(s.cumulative())
-                && sacketh(&o.frame) == body
+                && RoceFrame::parse(&o.frame)
+                    .ok()
+                    .and_then(|f| f.sack())
+                    .is_some_and(|b| covers(&b, &s))
         });
         if !back {
             bad.push(format!(

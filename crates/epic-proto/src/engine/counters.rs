@@ -128,6 +128,13 @@ pub struct EngineCounters {
     /// Mode II: SACKs of a Reduce's root forwarded to a sender, among
     /// `tx_sacks`. [SR-038]
     pub sack_forwards: u64,
+    /// Mode II SR, AllReduce: results of a complete slot sent to the one
+    /// rank whose duplicate asked for them. [SR-070]
+    pub result_resends: u64,
+    /// Mode II SR, AllReduce: holes of a rank's reflected SACK reported
+    /// received because the switch holds the rank's data in an incomplete
+    /// slot. [SR-071]
+    pub sack_held_marks: u64,
     /// Mode III under SR: PSNs a SACK or a NAK marked for a selective
     /// resend. [SR-053]
     pub selective_resends: u64,

@@ -32,6 +32,27 @@ pub struct RunStats {
     pub switch_selective_resends: f64,
     /// Mode III under SR: tail-loss probes of the switches. [SR-055]
     pub switch_probes: f64,
+    /// Under SR: SACKs the hosts' responders sent. [SR-019]
+    pub host_sacks: f64,
+    /// Under SR: PSNs a SACK or NAK marked for a selective resend at the
+    /// hosts. [SR-015]
+    pub host_selective_resends: f64,
+    /// Under SR: the hosts' tail-loss probes. [SR-017]
+    pub host_probes: f64,
+    /// Under SR: PSNs the hosts' retransmission timeouts marked. [SR-020]
+    pub host_timeout_resends: f64,
+    /// Requests (Mode II: results) the hosts' responders received again
+    /// and did not execute. [RC-051]
+    pub host_duplicates: f64,
+    /// Data the switches dropped as a duplicate of an arrival
+    /// ([ENG-040]); Mode II: a resend of data whose slot held it.
+    pub switch_duplicates: f64,
+    /// Mode II SR: results a switch sent to one rank only, for a resend
+    /// of a complete slot. [SR-070]
+    pub switch_result_resends: f64,
+    /// Mode II SR: holes of reflected SACKs the switches reported
+    /// received (the rank's data waits in an incomplete slot). [SR-071]
+    pub switch_sack_held_marks: f64,
 }
 
 impl RunStats {
@@ -49,6 +70,14 @@ impl RunStats {
         self.switch_sacks += other.switch_sacks;
         self.switch_selective_resends += other.switch_selective_resends;
         self.switch_probes += other.switch_probes;
+        self.host_sacks += other.host_sacks;
+        self.host_selective_resends += other.host_selective_resends;
+        self.host_probes += other.host_probes;
+        self.host_timeout_resends += other.host_timeout_resends;
+        self.host_duplicates += other.host_duplicates;
+        self.switch_duplicates += other.switch_duplicates;
+        self.switch_result_resends += other.switch_result_resends;
+        self.switch_sack_held_marks += other.switch_sack_held_marks;
     }
 
     /// Divides every counter by `n` (the mean over `n` iterations).
@@ -67,6 +96,14 @@ impl RunStats {
             &mut self.switch_sacks,
             &mut self.switch_selective_resends,
             &mut self.switch_probes,
+            &mut self.host_sacks,
+            &mut self.host_selective_resends,
+            &mut self.host_probes,
+            &mut self.host_timeout_resends,
+            &mut self.host_duplicates,
+            &mut self.switch_duplicates,
+            &mut self.switch_result_resends,
+            &mut self.switch_sack_held_marks,
         ] {
             *v /= n;
         }

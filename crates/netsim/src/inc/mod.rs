@@ -6,8 +6,8 @@ mod nodes;
 mod tenant;
 
 pub use cluster::{
-    ack_window, AckLoop, Cluster, ClusterConfig, ClusterError, CollectiveRun, ACK_WINDOW_FACTOR,
-    ACK_WINDOW_MAX, CLUSTER_GROUP,
+    ack_window, ack_window_with, AckLoop, Cluster, ClusterConfig, ClusterError, CollectiveRun,
+    ACK_WINDOW_FACTOR, ACK_WINDOW_FACTOR_MODE2_SR, ACK_WINDOW_MAX, CLUSTER_GROUP,
 };
 pub use nodes::{ExternalSwitch, HostFaults, HostNode, IncNode};
 pub use tenant::{LockTenant, TenantError};

@@ -44,6 +44,11 @@ struct Held {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct SackMerge {
     held: Vec<Option<Held>>,
+    /// Per Up slot: the tick at which its result last left toward the
+    /// ranks ([SR-071]); compared with serial arithmetic.
+    pub(super) sent_tick: Vec<u32>,
+    /// Ticks so far: one per result sent. [SR-071]
+    pub(super) tick: u32,
 }
 
 impl SackMerge {
@@ -52,18 +57,24 @@ impl SackMerge {
 
     /// The records of a group of `eps` edges under `transport`: `None`
     /// for go-back-N, which keeps nothing. [SR-036]
-    pub(crate) fn for_transport(transport: Transport, eps: usize) -> Option<SackMerge> {
+    pub(crate) fn for_transport(
+        transport: Transport,
+        eps: usize,
+        slots: usize,
+    ) -> Option<SackMerge> {
         match transport {
             Transport::Gbn => None,
             Transport::Sr(_) => Some(SackMerge {
                 held: alloc::vec![None; eps],
+                sent_tick: alloc::vec![0; slots],
+                tick: 0,
             }),
         }
     }
 
     /// Bytes held, for diagnostics.
     pub(crate) fn bytes(&self) -> usize {
-        self.held.len() * Self::EDGE_BYTES
+        self.held.len() * Self::EDGE_BYTES + self.sent_tick.len() * size_of::<u32>()
     }
 
     /// Records edge `ep`'s SACK of the invocation whose control PSN is
@@ -117,7 +128,7 @@ impl Translated {
     /// Sets the group's transport profile: SR allocates the records of
     /// [`SackMerge`], go-back-N frees them. [SR-036]
     pub(crate) fn set_transport(&mut self, transport: Transport) {
-        self.sack = SackMerge::for_transport(transport, self.rx.len());
+        self.sack = SackMerge::for_transport(transport, self.rx.len(), self.up.n as usize);
     }
 
     /// Bytes of the SR records, if the group has them.
