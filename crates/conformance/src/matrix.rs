@@ -85,7 +85,7 @@ pub fn not_covered_reason(id: &str) -> Option<&'static str> {
         "SIM" => "the simulators: covered by netsim's tests (packet level) and the flowsim crate's tests (flow level)",
         "CONF" => "the suite itself: covered by the conformance crate's tests",
         "MGR" => "the control plane (manager and agents), not a switch's data plane: covered by the manager crate's and epic-cli's tests",
-        "SR" => "host side or not isolated: the SR bookkeeping (SR-001…009) and an RC QP's SR profile (SR-010…029) are the ranks'; Mode III's SR per hop (SR-050…059) needs timers, SACKs and loss that the v1 case format does not script; covered by epic-proto's sack, roce SR, engine sack and m3_sr tests, netsim's sr_lossy_matrix_mode3 and mode3-sr golden traces, and the sack fuzz target",
+        "SR" => "host side or not isolated: the SR bookkeeping (SR-001…009) and an RC QP's SR profile (SR-010…029) are the ranks'; Mode III's SR per hop (SR-050…059) is checked by the m3-sr cases where one scheduled loss shows it (SR-050…053), the rest needs timers, repeated loss or skipped ranges the v1 case format does not script; covered by epic-proto's sack, roce SR, engine sack and m3_sr tests, netsim's sr_lossy_matrix_mode3 and mode3-sr golden traces, and the sack fuzz target",
         "TMX" => "shared blocks need placed contexts, which the case format does not install yet: covered by epic-proto's arena and lock tests, and end to end by the commlib and netsim tests",
         "CC" => "sans-IO timer and congestion-control blocks and the RC QP's DCQCN (CC-110…113), which run at hosts and queues, not in a switch's engine: covered by epic-proto's cc and roce cc tests, netsim's ecn and incast tests and epic sim incast",
         _ => return by_id(id),
