@@ -311,8 +311,8 @@ exit 1
     let t = text(&o);
     let _ = sh(&format!("kill $(cat {}/pid) 2>/dev/null", state.display()));
     assert_eq!(o.status.code(), Some(0), "{t}");
-    // iface: announces go-back-N only: the three SR cases that expect
-    // completion are skipped. [SR-036]
-    assert!(t.contains(" 0 failed, 3 skipped, 0 errors"), "{t}");
+    // iface: announces go-back-N only: the five SR cases that expect
+    // completion (three in Mode II, two in Mode III) are skipped. [SR-036]
+    assert!(t.contains(" 0 failed, 5 skipped, 0 errors"), "{t}");
     let _ = std::fs::remove_dir_all(Path::new(&state));
 }
