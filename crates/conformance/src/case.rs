@@ -332,7 +332,7 @@ pub struct Transport {
     pub per_pattern: bool,
     /// The loss-recovery profile of the ranks' QPs and the DUT's
     /// contexts: go-back-N (the default) or selective retransmission
-    /// (Mode II only). [SR-010] [SR-036]
+    /// (Modes II and III). [SR-010] [SR-036] [SR-050]
     #[serde(skip_serializing_if = "Profile::is_gbn")]
     pub profile: Profile,
 }
@@ -699,10 +699,11 @@ impl Case {
         if t.per_pattern && self.mode == 1 {
             return Err(self.invalid("transport.per_pattern: Modes II and III only"));
         }
-        // Mode I runs go-back-N toward the ranks; Mode III's SR per hop
-        // (§17.11) has no case in this format yet. [SR-030] [SR-041]
-        if t.profile == Profile::Sr && self.mode != 2 {
-            return Err(self.invalid("transport.profile sr: Mode II only"));
+        // Mode I runs go-back-N toward the ranks; Mode II carries SR
+        // between the ranks (§17.7), Mode III runs it per hop (§17.11).
+        // [SR-030] [SR-041] [SR-050]
+        if t.profile == Profile::Sr && self.mode == 1 {
+            return Err(self.invalid("transport.profile sr: Modes II and III only"));
         }
         if !(0.0..=0.5).contains(&t.link_loss) {
             return Err(self.invalid("transport.link_loss: in 0 … 0.5"));

@@ -80,6 +80,9 @@ pub fn builtin() -> Vec<Case> {
         if mode == 2 {
             all.extend(sr(mode));
         }
+        if mode == 3 {
+            all.extend(sr_hops(mode));
+        }
     }
     all
 }
@@ -578,6 +581,54 @@ fn sr(mode: u8) -> Vec<Case> {
     k.capabilities.selective_retransmission = Some(false);
     k.expect = Expect::Refused;
     k.requirements = ids(&["SR-036"]);
+    v.push(k);
+    for k in &mut v {
+        k.transport.profile = Profile::Sr;
+    }
+    v
+}
+
+/// A data frame toward the DUT on `port` dropped (the `nth` of its class):
+/// the DUT sees a gap.
+fn data_lost_in(port: u16, nth: u32) -> Fault {
+    Fault {
+        port,
+        direction: Direction::In,
+        class: FrameClass::Data,
+        nth,
+        action: FaultAction::Drop,
+    }
+}
+
+/// Selective retransmission per hop in Mode III (§17.11): the ranks and
+/// every switch of the tree run the SR profile. A rank's data toward the
+/// DUT is lost, so the DUT must SACK the gap; a result from the DUT toward
+/// a rank is lost, so the rank SACKs and the DUT must resend that hole
+/// alone. The leaf's ports 0 and 1 lead to ranks 2 and 3, port 2 to its
+/// parent. [SR-050]…[SR-053]
+fn sr_hops(mode: u8) -> Vec<Case> {
+    let b = Builder {
+        mode,
+        family: Family::Sr,
+    };
+    let mut v = Vec::new();
+    let mut k = b.case(
+        "allreduce-gap-sacked-leaf",
+        DutRole::Leaf,
+        CollectiveName::Allreduce,
+        "allreduce under SR: rank port 0's second data packet toward the DUT is lost; the DUT must keep what follows and answer with SACKs, never a sequence NAK".into(),
+    );
+    k.faults = vec![data_lost_in(0, 1)];
+    k.requirements = ids(&["SR-050", "SR-051", "SR-052", "WIRE-052", "WIRE-054"]);
+    v.push(k);
+    let mut k = b.case(
+        "allreduce-hole-resent-leaf",
+        DutRole::Leaf,
+        CollectiveName::Allreduce,
+        "allreduce under SR: a result toward rank port 0 is lost; the rank SACKs it and the DUT must resend that hole, never a PSN the SACK reported received".into(),
+    );
+    k.faults = vec![data_lost_out(0, 1)];
+    k.requirements = ids(&["SR-050", "SR-053", "WIRE-052"]);
     v.push(k);
     for k in &mut v {
         k.transport.profile = Profile::Sr;

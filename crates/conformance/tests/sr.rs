@@ -1,5 +1,6 @@
-//! The SR family: SACKs at a Mode II DUT and a go-back-N-only device.
-//! [SR-031]…[SR-038] [WIRE-055]
+//! The SR family: SACKs at a Mode II DUT, SR per hop at a Mode III DUT,
+//! and a go-back-N-only device. [SR-031]…[SR-038] [SR-050]…[SR-053]
+//! [WIRE-055]
 
 use conformance::case::{Family, Profile};
 use conformance::catalog;
@@ -15,13 +16,15 @@ fn sr_cases() -> Vec<conformance::case::Case> {
         .collect()
 }
 
-/// [SR-031] [SR-033] [SR-034] [SR-037] [SR-038] [WIRE-055] The reference passes
-/// every SR case, and each one's SACK check is judged (passes, never
-/// skipped): the faults make the ranks send SACKs the DUT must handle.
+/// [SR-031] [SR-033] [SR-034] [SR-037] [SR-038] [WIRE-055] [SR-051]
+/// [SR-052] [SR-053] The reference passes every SR case, and each one's
+/// SACK check is judged (passes, never skipped): the faults make the
+/// ranks send SACKs the DUT must handle, or (Mode III) make the DUT SACK
+/// a gap itself.
 #[test]
 fn reference_judges_every_sr_check() {
     let cases = sr_cases();
-    assert_eq!(cases.len(), 4);
+    assert_eq!(cases.len(), 6);
     assert!(cases.iter().all(|c| c.transport.profile == Profile::Sr));
     let report = suite::run(&cases, &AdapterSpec::Reference { mutant: None }, |_| {});
     let text = report.to_text();
@@ -49,6 +52,8 @@ fn reference_judges_every_sr_check() {
     );
     judged("m2-sr-reduce-sack-forwarded-leaf", "sack_forwarded");
     judged("m2-sr-gbn-only-refuses-leaf", "install");
+    judged("m3-sr-allreduce-gap-sacked-leaf", "hop_gap_sacked");
+    judged("m3-sr-allreduce-hole-resent-leaf", "hop_resends_selective");
 }
 
 /// [SR-036] A device that runs go-back-N only (here `exec:`, which cannot

@@ -93,7 +93,7 @@ fn transport_refusal(switch: Option<SwitchId>, mode: Mode) -> String {
     match switch {
         Some(s) => format!("{s} cannot run the SR transport in Mode {}", mode.number()),
         None => format!(
-            "no switch runs the SR transport in Mode {}: this SPEC defines SR at a switch for Mode II only",
+            "no switch runs the SR transport in Mode {}: this SPEC defines SR at a switch in Modes I, II and III only",
             mode.number()
         ),
     }

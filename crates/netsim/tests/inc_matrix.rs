@@ -213,9 +213,9 @@ fn sr_reduce_sacks_are_forwarded_to_the_senders() {
 /// roots), longer than its 2·N send records; its PSNs in flight were
 /// counted from `lastAcked + 1`, inside the skipped range, and an ACK
 /// across the range cleared the records of PSNs in flight after it, so a
-/// lost PSN there was never resent: at 1 % loss, seeds 1, 2, 4 and 5 stalled
-/// (20 s of simulated time, the root's timer firing 209 times with nothing
-/// to resend), at 5 % every seed of 1…5. Seeds 1 and 2 at 1 % and 5 %
+/// lost PSN there was never resent: with root 0, every seed of 1…5
+/// stalled at 1 % as at 5 % (20 s of simulated time, a switch's timer
+/// firing 209 times with nothing to resend). Seeds 1 and 2 at 1 % and 5 %
 /// (`EPIC_INC_SWEEP=full`: 1…20 at 1, 5 and 15 %, roots 0 and 1).
 #[test]
 fn sr_mode3_big_calls_in_a_row_under_loss() {

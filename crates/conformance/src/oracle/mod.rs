@@ -3,6 +3,7 @@
 //! check. [CONF-006]
 
 mod acks;
+mod hop_sack;
 mod offline;
 mod outcome;
 mod psn;
@@ -80,6 +81,7 @@ pub fn judge(obs: &Observation) -> Vec<Check> {
         checks.push(c);
     }
     checks.extend(sack::checks(obs));
+    checks.extend(hop_sack::checks(obs));
     checks
 }
 
@@ -98,5 +100,6 @@ pub fn judge_offline(dut: &Observation, reference: &crate::trace::Trace) -> Vec<
         checks.push(c);
     }
     checks.extend(sack::checks(dut));
+    checks.extend(hop_sack::checks(dut));
     checks
 }

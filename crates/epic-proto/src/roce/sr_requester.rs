@@ -32,9 +32,6 @@
 //! is armed at `pto_deadline` after every new packet and on progress; its
 //! expiry resends the newest PSN not known to have arrived ([CC-006]).
 
-use alloc::vec;
-use alloc::vec::Vec;
-
 use super::config::{QpConfig, SrConfig};
 use super::counters::{Counters, DropReason};
 use super::requester::{Effects, RequestPacket, Requester, Through, Verdict};
@@ -42,6 +39,7 @@ use super::timer::{Timer, Timers};
 use super::work::WcStatus;
 use crate::cc::{RttEstimator, SampleKind};
 use crate::psn::Psn;
+use crate::sack::sent::{later, Sent, SentRecords};
 use crate::sack::Resend;
 use crate::time::Instant;
 use crate::wire::{SackRepr, Syndrome};
@@ -49,45 +47,14 @@ use crate::wire::{SackRepr, Syndrome};
 /// rxe's "7 means retry forever". [RC-041]
 const INFINITE_RETRY: u8 = 7;
 
-/// What the requester knows about one PSN in flight. [SR-015]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Sent {
-    /// Order of the last transmission (1, 2, …; 0 never sent).
-    seq: u64,
-    /// When it was last transmitted.
-    at: Instant,
-    /// Transmitted more than once (Karn's rule). [SR-016]
-    resent: bool,
-    /// A SACK reported it received.
-    sacked: bool,
-    /// Waiting to be resent.
-    lost: bool,
-}
-
-impl Sent {
-    const EMPTY: Sent = Sent {
-        seq: 0,
-        at: Instant::ZERO,
-        resent: false,
-        sacked: false,
-        lost: false,
-    };
-}
-
 /// The SR state of a requester. [SR-015]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct SrSender {
     rtt: RttEstimator,
     /// One record per PSN, at `psn & mask`: a power of two above the
-    /// largest number of PSNs in flight (`max_unacked_psns` + 1).
-    sent: Vec<Sent>,
-    mask: u32,
-    /// Transmissions so far.
-    tx_seq: u64,
-    /// The latest transmission known to have arrived (RACK).
-    rack_seq: u64,
-    /// Records with `lost` set.
-    lost: u32,
+    /// largest number of PSNs in flight (`max_unacked_psns` + 1), with
+    /// the transmission counter, the RACK point and the marks.
+    rec: SentRecords,
     /// Probes sent since the last progress or timeout: the next probe
     /// waits PTO · 2^this. [SR-023]
     probes_in_spell: u32,
@@ -100,11 +67,7 @@ impl SrSender {
         SrSender {
             // `validate` checked the estimator's configuration.
             rtt: RttEstimator::try_new(sr.rtt).unwrap_or_default(),
-            sent: vec![Sent::EMPTY; slots as usize],
-            mask: slots - 1,
-            tx_seq: 0,
-            rack_seq: 0,
-            lost: 0,
+            rec: SentRecords::new(slots),
             probes_in_spell: 0,
         }
     }
@@ -115,25 +78,17 @@ impl SrSender {
     }
 
     fn record(&self, psn: Psn) -> Option<&Sent> {
-        self.sent.get((psn.value() & self.mask) as usize)
+        self.rec.record(psn)
     }
 
     fn record_mut(&mut self, psn: Psn) -> Option<&mut Sent> {
-        self.sent.get_mut((psn.value() & self.mask) as usize)
+        self.rec.record_mut(psn)
     }
 
     /// Marks `psn` for a resend unless it is marked already or known
     /// received; returns whether it was marked now.
     fn set_lost(&mut self, psn: Psn) -> bool {
-        let Some(r) = self.record_mut(psn) else {
-            return false;
-        };
-        if r.lost || r.sacked {
-            return false;
-        }
-        r.lost = true;
-        self.lost += 1;
-        true
+        self.rec.set_lost(psn)
     }
 
     /// Marks `psn` for a resend whatever a SACK said of it: U after a
@@ -148,12 +103,7 @@ impl SrSender {
     }
 
     fn clear_lost(&mut self, psn: Psn) {
-        if let Some(r) = self.record_mut(psn) {
-            if r.lost {
-                r.lost = false;
-                self.lost = self.lost.saturating_sub(1);
-            }
-        }
+        self.rec.clear_lost(psn);
     }
 
     /// Takes the round-trip sample of the latest transmission among the
@@ -161,7 +111,7 @@ impl SrSender {
     /// every one of them had been resent. [SR-016] [SR-021] [CC-003]
     fn sample(&mut self, newly: Newly, now: Instant, counters: &mut Counters) {
         let Some(r) = newly.newest else { return };
-        self.rack_seq = self.rack_seq.max(r.seq);
+        self.rec.rack_seq = self.rec.rack_seq.max(r.seq);
         match newly.clean {
             Some(c) => {
                 counters.rtt_samples += 1;
@@ -178,15 +128,7 @@ impl SrSender {
 
     /// Forgets every PSN in flight (a resync of a quiescent QP).
     pub(super) fn forget_all(&mut self) {
-        self.sent.fill(Sent::EMPTY);
-        self.lost = 0;
-    }
-}
-
-fn later(a: Option<Sent>, b: Sent) -> Option<Sent> {
-    match a {
-        Some(a) if a.seq >= b.seq => Some(a),
-        _ => Some(b),
+        self.rec.forget_all();
     }
 }
 
@@ -214,7 +156,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
         let in_flight = self.sent_psn().distance_from(self.comp_psn());
         let first = self.comp_psn();
         let sr = self.sr.as_mut()?;
-        if sr.lost == 0 {
+        if sr.rec.lost == 0 {
             return None;
         }
         let found = (0..in_flight)
@@ -222,7 +164,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
             .find(|p| sr.record(*p).is_some_and(|r| r.lost));
         let Some(psn) = found else {
             // Marks below U were cleared as U passed them; nothing is due.
-            sr.lost = 0;
+            sr.rec.lost = 0;
             return None;
         };
         sr.clear_lost(psn);
@@ -234,8 +176,8 @@ impl<B: AsRef<[u8]>> Requester<B> {
     /// [SR-017]
     pub(super) fn on_sent_sr(&mut self, now: Instant, pkt: &RequestPacket, timers: &mut Timers) {
         let Some(sr) = self.sr.as_mut() else { return };
-        sr.tx_seq += 1;
-        let seq = sr.tx_seq;
+        sr.rec.tx_seq += 1;
+        let seq = sr.rec.tx_seq;
         if let Some(r) = sr.record_mut(pkt.psn) {
             *r = if pkt.retransmit {
                 Sent {
@@ -506,7 +448,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
             }
         }
         sr.sample(newly, now, counters);
-        let rack = sr.rack_seq;
+        let rack = sr.rec.rack_seq;
         for h in Resend::new(sack, last_sent).holes() {
             // A SACK states what the responder holds now: a PSN an earlier
             // SACK reported and this one does not was dropped since (an

@@ -27,6 +27,8 @@
 //! ```
 
 mod resend;
+#[cfg(feature = "alloc")]
+pub(crate) mod sent;
 mod window;
 
 pub use resend::{Holes, Resend};

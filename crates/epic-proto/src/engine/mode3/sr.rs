@@ -21,7 +21,6 @@
 //! hop's arrival bits already hold what arrived out of order, and the SACK
 //! is built from them when it is sent ([SR-051], [SR-052]).
 
-use alloc::vec;
 use alloc::vec::Vec;
 use core::mem::size_of;
 
@@ -38,50 +37,20 @@ use crate::engine::modules::translate_header::{translate_header, Outgoing};
 use crate::engine::shared::Shared;
 use crate::psn::Psn;
 use crate::roce::Transport;
+use crate::sack::sent::{later, Sent, SentRecords};
 use crate::time::Instant;
 use crate::wire::{
     AethRepr, ExtHeaders, Opcode, SackRepr, Syndrome, SACK_HEADER_LEN, SACK_MAX_PSNS,
     SACK_MAX_WORDS,
 };
 
-/// What a hop knows of one PSN it sent. [SR-053]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Sent {
-    /// Order of its last transmission (1, 2, …; 0: never sent).
-    seq: u64,
-    /// When it was last transmitted.
-    at: Instant,
-    /// Transmitted more than once (Karn's rule, [CC-003]).
-    resent: bool,
-    /// A SACK reported it received.
-    sacked: bool,
-    /// Waiting for a resend.
-    lost: bool,
-}
-
-impl Sent {
-    const EMPTY: Sent = Sent {
-        seq: 0,
-        at: Instant::ZERO,
-        resent: false,
-        sacked: false,
-        lost: false,
-    };
-}
-
 /// The SR send state of one hop. [SR-053]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct SrHop {
     pub(crate) rtt: RttEstimator,
-    /// One record per PSN, at `psn & mask`.
-    sent: Vec<Sent>,
-    mask: u32,
-    /// Transmissions so far.
-    tx_seq: u64,
-    /// The latest transmission known to have arrived (RACK).
-    rack_seq: u64,
-    /// Records with `lost` set.
-    lost: u32,
+    /// One record per PSN, at `psn & mask`, with the transmission
+    /// counter, the RACK point and the marks.
+    rec: SentRecords,
     /// The first PSN sent after the hop was last idle (nothing in
     /// flight). The hop skips ranges it carries nothing in ([CTL-041]),
     /// so this can lie far after `lastAcked + 1`: the PSNs in flight, and
@@ -103,11 +72,7 @@ impl SrHop {
         let n = slots.max(1).saturating_mul(2).next_power_of_two();
         SrHop {
             rtt: RttEstimator::try_new(rtt).unwrap_or_default(),
-            sent: vec![Sent::EMPTY; n as usize],
-            mask: n - 1,
-            tx_seq: 0,
-            rack_seq: 0,
-            lost: 0,
+            rec: SentRecords::new(n),
             base: Psn::ZERO,
             probe_at: None,
         }
@@ -115,20 +80,19 @@ impl SrHop {
 
     /// Bytes this state takes beside the arena. [SR-036]
     pub(crate) fn bytes(&self) -> usize {
-        size_of::<SrHop>() + self.sent.len() * size_of::<Sent>()
+        size_of::<SrHop>() + self.rec.records_bytes()
     }
 
     /// How many PSNs from the first one in flight
     /// ([`SrHop::first_in_flight`]) the hop may have in flight. [SR-053]
     pub(crate) fn capacity(&self) -> u32 {
-        self.mask + 1
+        self.rec.capacity()
     }
 
     /// Forgets everything sent (a new start PSN, `start`).
     pub(crate) fn reset(&mut self, start: Psn) {
         self.base = start;
-        self.sent.fill(Sent::EMPTY);
-        self.lost = 0;
+        self.rec.forget_all();
         self.probe_at = None;
     }
 
@@ -145,16 +109,16 @@ impl SrHop {
     }
 
     fn record(&self, psn: Psn) -> Option<&Sent> {
-        self.sent.get((psn.value() & self.mask) as usize)
+        self.rec.record(psn)
     }
 
     fn record_mut(&mut self, psn: Psn) -> Option<&mut Sent> {
-        self.sent.get_mut((psn.value() & self.mask) as usize)
+        self.rec.record_mut(psn)
     }
 
     /// Whether any PSN waits for a resend.
     pub(crate) fn has_lost(&self) -> bool {
-        self.lost > 0
+        self.rec.lost > 0
     }
 
     /// Whether `psn` waits for a resend.
@@ -165,15 +129,10 @@ impl SrHop {
     /// Marks `psn` for a resend unless it is marked or reported received;
     /// returns whether it was marked now.
     pub(crate) fn set_lost(&mut self, psn: Psn) -> bool {
-        let Some(r) = self.record_mut(psn) else {
-            return false;
-        };
-        if r.lost || r.sacked || r.seq == 0 {
+        if self.record(psn).is_some_and(|r| r.seq == 0) {
             return false;
         }
-        r.lost = true;
-        self.lost += 1;
-        true
+        self.rec.set_lost(psn)
     }
 
     /// Marks `psn` for a resend whatever a SACK said of it: the oldest
@@ -187,12 +146,7 @@ impl SrHop {
     }
 
     fn clear_lost(&mut self, psn: Psn) {
-        if let Some(r) = self.record_mut(psn) {
-            if r.lost {
-                r.lost = false;
-                self.lost = self.lost.saturating_sub(1);
-            }
-        }
+        self.rec.clear_lost(psn);
     }
 
     /// Records a transmission of `psn` at `now`; `idle`: nothing was in
@@ -201,8 +155,8 @@ impl SrHop {
         if idle && !retransmit {
             self.base = psn;
         }
-        self.tx_seq += 1;
-        let seq = self.tx_seq;
+        self.rec.tx_seq += 1;
+        let seq = self.rec.tx_seq;
         if retransmit {
             self.clear_lost(psn);
         }
@@ -228,7 +182,7 @@ impl SrHop {
     /// records are cleared; returns the latest transmission among those no
     /// SACK had reported, for the round-trip sample.
     fn acknowledge(&mut self, from: Psn, through: Psn) -> Option<Sent> {
-        let n = through.next().distance_from(from).min(self.mask + 1);
+        let n = through.next().distance_from(from).min(self.rec.capacity());
         let mut newest = None;
         for i in 0..n {
             let p = from.add(i);
@@ -247,7 +201,7 @@ impl SrHop {
     /// resent) and moves the RACK point. [CC-002] [CC-003]
     fn sample(&mut self, newest: Option<Sent>, now: Instant) {
         let Some(r) = newest else { return };
-        self.rack_seq = self.rack_seq.max(r.seq);
+        self.rec.rack_seq = self.rec.rack_seq.max(r.seq);
         let kind = if r.resent {
             SampleKind::Ambiguous
         } else {
@@ -290,7 +244,11 @@ impl SrHop {
     /// marked. [SR-053]
     pub(crate) fn on_sack(&mut self, h: &Hop, sack: &SackRepr, now: Instant) -> (bool, u32) {
         let first = self.first_in_flight(h);
-        let in_flight = h.max_sent.next().distance_from(first).min(self.mask + 1);
+        let in_flight = h
+            .max_sent
+            .next()
+            .distance_from(first)
+            .min(self.rec.capacity());
         if in_flight >= Psn::HALF {
             return (false, 0);
         }
@@ -311,7 +269,7 @@ impl SrHop {
             }
         }
         self.sample(newest, now);
-        let rack = self.rack_seq;
+        let rack = self.rec.rack_seq;
         let mut marked = 0;
         for hole in crate::sack::Resend::new(sack, h.max_sent).holes() {
             if hole.is_before(first) {
@@ -333,7 +291,11 @@ impl SrHop {
     /// more (a peer may drop what it kept, [SR-013]). [SR-053]
     pub(crate) fn unsack_in_flight(&mut self, h: &Hop) {
         let first = self.first_in_flight(h);
-        let in_flight = h.max_sent.next().distance_from(first).min(self.mask + 1);
+        let in_flight = h
+            .max_sent
+            .next()
+            .distance_from(first)
+            .min(self.rec.capacity());
         if in_flight >= Psn::HALF {
             return;
         }
@@ -351,7 +313,11 @@ impl SrHop {
         self.rtt.on_timeout();
         self.probe_at = None;
         let first = self.first_in_flight(h);
-        let in_flight = h.max_sent.next().distance_from(first).min(self.mask + 1);
+        let in_flight = h
+            .max_sent
+            .next()
+            .distance_from(first)
+            .min(self.rec.capacity());
         if in_flight >= Psn::HALF {
             return 0;
         }
@@ -368,7 +334,11 @@ impl SrHop {
     pub(crate) fn on_probe(&mut self, h: &Hop) -> bool {
         self.probe_at = None;
         let first = self.first_in_flight(h);
-        let in_flight = h.max_sent.next().distance_from(first).min(self.mask + 1);
+        let in_flight = h
+            .max_sent
+            .next()
+            .distance_from(first)
+            .min(self.rec.capacity());
         if in_flight >= Psn::HALF {
             return false;
         }
@@ -381,19 +351,7 @@ impl SrHop {
 
     /// Drops every resend mark (none is in flight any more).
     pub(crate) fn clear_all_lost(&mut self) {
-        if self.lost > 0 {
-            for r in &mut self.sent {
-                r.lost = false;
-            }
-            self.lost = 0;
-        }
-    }
-}
-
-fn later(a: Option<Sent>, b: Sent) -> Option<Sent> {
-    match a {
-        Some(a) if a.seq >= b.seq => Some(a),
-        _ => Some(b),
+        self.rec.clear_all_lost();
     }
 }
 
