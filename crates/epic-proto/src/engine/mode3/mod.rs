@@ -5,6 +5,7 @@
 
 mod credit;
 mod pipes;
+mod send;
 mod sr;
 mod state;
 
