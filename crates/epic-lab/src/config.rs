@@ -505,7 +505,39 @@ impl LabConfig {
                 rc.window = rc.window.max(w);
             }
         }
+        // Timers that outlast the links' queues, unless given. [LAB-017]
+        if let Some(q) = rc.path_queue_us() {
+            let t = q.saturating_mul(2);
+            if self.host_timeout.is_none() {
+                // 4.096 µs · 2^e ≥ t.
+                let mut e = rc.host_timeout.unwrap_or(8);
+                while e < 31 && 4096u64 << e < t.saturating_mul(1000) {
+                    e += 1;
+                }
+                rc.host_timeout = Some(e);
+            }
+            if self.switch_timeout_us.is_none() {
+                rc.switch_timeout_us = rc.switch_timeout_us.map(|s| s.max(t));
+            }
+        }
         rc
+    }
+
+    /// With a link rate, how long one link direction's queue can take to
+    /// drain on clean links, µs: the larger of a fallback rank's data in
+    /// flight (its window of messages toward each of the K − 1 peers) and
+    /// K ranks' INC windows (W·M packets each, all crossing a spine
+    /// link), at the rate. `None` without a rate. [LAB-017]
+    pub fn path_queue_us(&self) -> Option<u64> {
+        let rate = self.link_rate()?;
+        let k = u128::from(self.ranks().max(1));
+        let f = commlib::FallbackTuning::default();
+        let fallback = u128::from(f.window) * u128::from(f.message_bytes) * (k - 1).max(1);
+        let inc =
+            k * u128::from(self.window) * u128::from(self.message_packets) * u128::from(self.mtu);
+        let bits = fallback.max(inc) * 8;
+        let us = (bits * 1_000_000).div_ceil(u128::from(rate.bits_per_second.max(1)));
+        Some(u64::try_from(us).unwrap_or(u64::MAX))
     }
 
     /// The links' rate and egress queue, if they have a rate. [LAB-014]
@@ -697,6 +729,43 @@ mod tests {
         assert_eq!(given.resolved_for(2, m3).window, 8);
         let larger = LabConfig { window: 20, ..c };
         assert_eq!(larger.resolved_for(2, m3).window, 20);
+    }
+
+    /// [LAB-017] With a rate the timers outlast twice the longest queue:
+    /// at 1 Gbit/s a fallback rank's 3 MiB in flight (16 × 64 KiB toward 3
+    /// peers) take 25,166 µs, so the ranks' exponent becomes 14 (67 ms)
+    /// and the switches' timeout 50,332 µs; given timers and runs without
+    /// a rate keep theirs.
+    #[test]
+    fn timers_outlast_the_queue_with_a_rate() {
+        let c = LabConfig {
+            link_gbps: Some(1.0),
+            ..LabConfig::default()
+        };
+        assert_eq!(c.path_queue_us(), Some(25_166));
+        let m3 = LabMode::Inc(Mode::Augmented);
+        for threads in [1, 2] {
+            let rc = c.resolved_for(threads, m3);
+            assert_eq!(rc.host_timeout, Some(14));
+            assert_eq!(rc.switch_timeout_us, Some(50_332));
+            let rc = c.resolved_for(threads, LabMode::Host);
+            assert_eq!(rc.host_timeout, Some(14));
+        }
+        let fast = LabConfig {
+            link_gbps: Some(4.0),
+            ..LabConfig::default()
+        };
+        assert_eq!(fast.resolved_for(2, m3).host_timeout, Some(12));
+        let given = LabConfig {
+            host_timeout: Some(9),
+            switch_timeout_us: Some(500),
+            ..c
+        };
+        assert_eq!(given.resolved_for(1, m3).host_timeout, Some(9));
+        assert_eq!(given.resolved_for(1, m3).switch_timeout_us, Some(500));
+        let none = LabConfig::default();
+        assert_eq!(none.path_queue_us(), None);
+        assert_eq!(none.resolved_for(1, m3).host_timeout, Some(8));
     }
 
     #[test]
