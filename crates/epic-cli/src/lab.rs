@@ -72,9 +72,17 @@ pub(crate) struct LabArgs {
     #[arg(long, default_value_t = 0)]
     threads: usize,
     /// W: messages each rank keeps in flight (Mode I ranks: at least the
-    /// result loop's).
-    #[arg(long, default_value_t = 8, value_name = "W")]
-    window: u32,
+    /// result loop's). Default 8; with --link-gbps, in Modes 2 and 3 the
+    /// larger of 8 and the window that covers the acknowledgement loop
+    /// at that rate (SPEC [LAB-016]); a given W runs as given.
+    #[arg(long, value_name = "W")]
+    window: Option<u32>,
+    /// The in-process links' rate, Gbit/s: every link direction
+    /// serializes its frames at this rate behind an egress queue (default:
+    /// no rate, a frame arrives as soon as it is copied). Not with
+    /// --netns.
+    #[arg(long, value_name = "G", value_parser = parse_gbps)]
+    link_gbps: Option<f64>,
     /// M: packets per message.
     #[arg(long, default_value_t = 4, value_name = "M")]
     message_packets: u32,
@@ -178,7 +186,9 @@ impl LabArgs {
             threads: self.threads,
             call_timeout_ms: self.call_timeout_ms,
             host_timeout: self.host_timeout,
-            window: self.window,
+            window: self.window.unwrap_or(LabConfig::default().window),
+            window_from_path: self.window.is_none(),
+            link_gbps: self.link_gbps,
             message_packets: self.message_packets,
             policy: self.policy,
             switch_timeout_us: self.switch_timeout_us,
@@ -201,6 +211,15 @@ impl LabArgs {
             }),
             ..LabConfig::default()
         }
+    }
+}
+
+/// `--link-gbps`: a positive, finite number of Gbit/s. [LAB-015]
+fn parse_gbps(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(g) if g.is_finite() && g > 0.0 && g <= 1e6 => Ok(g),
+        Ok(_) => Err(format!("{s} is not a rate in (0, 1000000] Gbit/s")),
+        Err(e) => Err(format!("{s}: {e}")),
     }
 }
 

@@ -95,3 +95,62 @@ fn bad_configurations_exit_2() {
     let o = epic(&["lab", "--loss", "1.5"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// [LAB-015] `--link-gbps` must be a positive rate, runs in process only
+/// (with --netns it is refused, exit code 2, before anything runs), and a
+/// rated run names the rate in every JSON row and in the table's header.
+#[test]
+fn link_rate_option() {
+    for bad in ["0", "-1", "fast", "inf"] {
+        let o = epic(&["lab", "--link-gbps", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+    }
+    let o = epic(&["lab", "--link-gbps", "2", "--netns"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--link-gbps applies to the in-process links only"),
+        "{err}"
+    );
+    let o = epic(&[
+        "lab",
+        "--mode",
+        "3",
+        "--collective",
+        "all_reduce",
+        "--sizes",
+        "64K",
+        "--iters",
+        "2",
+        "--warmup",
+        "0",
+        "--link-gbps",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let row: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(row["link_gbps"], 1.0);
+    assert_eq!(row["correct"], true);
+    let o = epic(&[
+        "lab",
+        "--mode",
+        "3",
+        "--collective",
+        "barrier",
+        "--iters",
+        "1",
+        "--warmup",
+        "0",
+        "--link-gbps",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains("in-process links at 1 Gbit/s (from the path: 15 in mode 3)"),
+        "{text}"
+    );
+}

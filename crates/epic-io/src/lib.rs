@@ -7,7 +7,8 @@
 //!   [`FramePorts::flush`] pushes out.
 //! - Backends:
 //!   - [`mem`]: in-memory links with seeded loss, reordering and
-//!     duplication ([`fault`]), for the in-process lab;
+//!     duplication ([`fault`]) and, optionally, a rate ([`pacer`]), for
+//!     the in-process lab;
 //!   - [`raw`]: Linux interfaces through AF_PACKET raw sockets (a switch's
 //!     front panel; needs CAP_NET_RAW);
 //!   - [`udp`]: a host's RoCEv2 over a kernel UDP socket on port 4791 (no
@@ -27,6 +28,7 @@ pub mod capture;
 mod clock;
 pub mod fault;
 pub mod mem;
+pub mod pacer;
 mod port;
 pub mod raw;
 mod sys;
@@ -39,6 +41,7 @@ pub use capture::{CaptureError, CapturePorts};
 pub use clock::Clock;
 pub use fault::{BadProbability, LinkFaults};
 pub use mem::{MemFabric, MemFabricError, MemNodeId, MemPorts};
+pub use pacer::{LinkRate, DELIVERY_SLACK};
 pub use port::{recv_batch, FramePorts, PortStats, RxBatch, RxSlot, DEFAULT_BATCH, MAX_FRAME};
 pub use raw::{RawError, RawOptions, RawPorts, RawStep};
 pub use sys::{enter_netns, keep_large_allocations, running_as_root};

@@ -12,7 +12,20 @@
 //! deterministic [`EcnMarker`], on the bytes already waiting in the far
 //! inbox, before the inbox decides whether it fits. [CC-100] [CC-103]
 //! [CC-105]
+//!
+//! With [`MemFabric::set_rate`] the links have a rate: each link direction
+//! serializes its frames at R bit/s behind the ones before it ([`pacer`]),
+//! its egress queue bounded in bytes, and the far node takes a frame only
+//! when its serialization has ended (up to [`DELIVERY_SLACK`] early, the
+//! timer's resolution). The congestion point then marks on that egress
+//! queue, as a switch port would. Without a rate (the default) a frame
+//! arrives as soon as it is copied. [LAB-014]
+//!
+//! [`pacer`]: crate::pacer
+use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -22,7 +35,13 @@ use epic_proto::cc::{EcnConfig, EcnMarker, FrameMark};
 use tokio::sync::mpsc;
 
 use crate::fault::{BadProbability, Fate, FaultRng, LinkFaults};
+use crate::pacer::{Admit, LinkRate, Pacer, DELIVERY_SLACK};
 use crate::port::{FramePorts, PortStats, RxBatch};
+
+/// Nanoseconds from `origin` to now.
+fn elapsed_ns(origin: std::time::Instant) -> u64 {
+    u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
 
 /// Frames a node's inbox holds before further frames are dropped (and
 /// counted as `tx_dropped` at the sender), like a full switch buffer.
@@ -120,8 +139,11 @@ impl InboxLoad {
     }
 }
 
-type Inbox = mpsc::Receiver<(u16, Vec<u8>)>;
-type InboxTx = mpsc::Sender<(u16, Vec<u8>)>;
+/// A frame in an inbox: the port it arrives on, its bytes, and when it is
+/// due (ns since the fabric's origin; 0 on links without a rate).
+type Arrival = (u16, Vec<u8>, u64);
+type Inbox = mpsc::Receiver<Arrival>;
+type InboxTx = mpsc::Sender<Arrival>;
 
 #[derive(Debug)]
 struct NodeBuild {
@@ -130,6 +152,8 @@ struct NodeBuild {
     rx: Inbox,
     load: Arc<InboxLoad>,
     out: Vec<Option<MemOut>>,
+    /// Some link into this node has a rate: its frames wait until due.
+    paced: bool,
 }
 
 /// Builds a set of nodes joined by in-memory links.
@@ -140,6 +164,9 @@ pub struct MemFabric {
     links: u64,
     inbox_frames: usize,
     ecn: Option<EcnConfig>,
+    rate: Option<LinkRate>,
+    /// The origin of the pacers' and receivers' clock.
+    origin: std::time::Instant,
 }
 
 impl MemFabric {
@@ -156,6 +183,8 @@ impl MemFabric {
             links: 0,
             inbox_frames: frames.max(1),
             ecn: None,
+            rate: None,
+            origin: std::time::Instant::now(),
         }
     }
 
@@ -177,6 +206,20 @@ impl MemFabric {
         Ok(())
     }
 
+    /// Gives every link connected from now on this rate in both
+    /// directions (`None`: no rate, the default): a direction serializes
+    /// its frames at `bits_per_second`, its egress queue holds
+    /// `queue_bytes`, and with marking on ([`set_ecn`](Self::set_ecn)) the
+    /// thresholds apply to that queue. [LAB-014]
+    pub fn set_rate(&mut self, rate: Option<LinkRate>) {
+        self.rate = rate;
+    }
+
+    /// The rate of links connected from now on.
+    pub fn rate(&self) -> Option<LinkRate> {
+        self.rate
+    }
+
     /// Adds a node with `ports` ports.
     pub fn add_node(&mut self, ports: u16) -> MemNodeId {
         let (tx, rx) = mpsc::channel(self.inbox_frames);
@@ -186,6 +229,7 @@ impl MemFabric {
             rx,
             load: Arc::default(),
             out: (0..ports).map(|_| None).collect(),
+            paced: false,
         });
         MemNodeId(self.nodes.len() - 1)
     }
@@ -226,8 +270,11 @@ impl MemFabric {
         let link = self.links;
         self.links += 1;
         for (dir, (from, to)) in [(a, b), (b, a)].into_iter().enumerate() {
-            let (tx, load) = match self.nodes.get(to.0 .0) {
-                Some(n) => (n.tx.clone(), Arc::clone(&n.load)),
+            let (tx, load) = match self.nodes.get_mut(to.0 .0) {
+                Some(n) => {
+                    n.paced |= self.rate.is_some();
+                    (n.tx.clone(), Arc::clone(&n.load))
+                }
                 None => return Err(MemFabricError::NoNode(to.0 .0)),
             };
             let ecn = match self.ecn {
@@ -241,6 +288,8 @@ impl MemFabric {
                 remote_port: to.1,
                 fault: FaultRng::new(faults, self.seed, link, dir as u8),
                 held: None,
+                pacer: self.rate.map(Pacer::new),
+                origin: self.origin,
             };
             if let Some(slot) = self
                 .nodes
@@ -255,9 +304,16 @@ impl MemFabric {
 
     /// The nodes' ports, indexed by [`MemNodeId`].
     pub fn build(self) -> Vec<MemPorts> {
+        let origin = self.origin;
         self.nodes
             .into_iter()
             .map(|n| MemPorts {
+                paced: n.paced.then(|| Paced {
+                    origin,
+                    waiting: (0..n.ports).map(|_| VecDeque::new()).collect(),
+                    next_port: 0,
+                    sleep: None,
+                }),
                 stats: vec![PortStats::default(); usize::from(n.ports)],
                 ports: n.ports,
                 rx: n.rx,
@@ -282,21 +338,42 @@ struct MemOut {
     fault: FaultRng,
     /// A frame held back by a reorder, sent after the next frame.
     held: Option<Vec<u8>>,
+    /// The direction's serializer and egress queue, when it has a rate.
+    pacer: Option<Pacer>,
+    /// The fabric's clock origin.
+    origin: std::time::Instant,
 }
 
 impl MemOut {
     /// Hands one copy to the far inbox, counting it in `stats`: marked CE
     /// first when the congestion point says so, then taken, or dropped
-    /// when the inbox is full or gone. [CC-103]
+    /// when the inbox (or, on a rated link, the egress queue) is full or
+    /// gone. The congestion point watches the far inbox, or on a rated
+    /// link its egress queue. [CC-103] [LAB-014]
     fn put(&mut self, mut frame: Vec<u8>, stats: &mut PortStats) {
         let len = frame.len();
+        let now = self.pacer.as_ref().map(|_| elapsed_ns(self.origin));
         if let Some(m) = &mut self.ecn {
-            if m.mark_frame(self.load.bytes(), &mut frame) == FrameMark::Marked {
+            let queued = match (&self.pacer, now) {
+                (Some(p), Some(now)) => p.backlog_bytes(now),
+                _ => self.load.bytes(),
+            };
+            if m.mark_frame(queued, &mut frame) == FrameMark::Marked {
                 stats.ce_marked += 1;
             }
         }
+        let due = match (&mut self.pacer, now) {
+            (Some(p), Some(now)) => match p.admit(now, len) {
+                Admit::Due(at) => at,
+                Admit::Full => {
+                    stats.tx_dropped += 1;
+                    return;
+                }
+            },
+            _ => 0,
+        };
         self.load.enter(len);
-        if self.tx.try_send((self.remote_port, frame)).is_ok() {
+        if self.tx.try_send((self.remote_port, frame, due)).is_ok() {
             self.load.taken();
             stats.tx_frames += 1;
             stats.tx_bytes += len as u64;
@@ -307,9 +384,24 @@ impl MemOut {
     }
 }
 
+/// The frames that arrived on rated links and are not due yet.
+#[derive(Debug)]
+struct Paced {
+    origin: std::time::Instant,
+    /// Per port, in due order (each port's link is a FIFO).
+    waiting: Vec<VecDeque<(Vec<u8>, u64)>>,
+    /// The port served first next time, so that no port starves another.
+    next_port: usize,
+    /// Wakes the node when the earliest waiting frame is due.
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
 /// A node's ports on a [`MemFabric`].
 #[derive(Debug)]
 pub struct MemPorts {
+    /// Frames from rated links wait here until due (`None`: no link into
+    /// this node has a rate).
+    paced: Option<Paced>,
     ports: u16,
     rx: Inbox,
     /// How full the inbox is.
@@ -341,6 +433,93 @@ impl MemPorts {
             }
         }
     }
+
+    /// [`poll_recv`](FramePorts::poll_recv) of a node with rated links:
+    /// everything the inbox holds joins its port's waiting line, the
+    /// frames due (within [`DELIVERY_SLACK`]) go into `batch`, and with
+    /// none due the node sleeps until the earliest is. [LAB-014]
+    fn poll_recv_paced(
+        &mut self,
+        cx: &mut Context<'_>,
+        batch: &mut RxBatch,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            let mut closed = false;
+            loop {
+                match self.rx.poll_recv(cx) {
+                    Poll::Ready(Some((port, frame, due))) => {
+                        let line = self
+                            .paced
+                            .as_mut()
+                            .and_then(|p| p.waiting.get_mut(usize::from(port)));
+                        match line {
+                            Some(l) => l.push_back((frame, due)),
+                            None => self.load.leave(frame.len()),
+                        }
+                    }
+                    Poll::Ready(None) => {
+                        closed = true;
+                        break;
+                    }
+                    Poll::Pending => break,
+                }
+            }
+            let Some(paced) = self.paced.as_mut() else {
+                return Poll::Pending;
+            };
+            let slack = u64::try_from(DELIVERY_SLACK.as_nanos()).unwrap_or(u64::MAX);
+            let horizon = elapsed_ns(paced.origin).saturating_add(slack);
+            let ports = paced.waiting.len();
+            let first = paced.next_port;
+            paced.next_port = (first + 1) % ports.max(1);
+            for i in 0..ports {
+                let port = (first + i) % ports;
+                while !batch.is_full() {
+                    let Some(line) = self.paced.as_mut().and_then(|p| p.waiting.get_mut(port))
+                    else {
+                        break;
+                    };
+                    match line.front() {
+                        Some(&(_, due)) if due <= horizon => {}
+                        _ => break,
+                    }
+                    let Some((frame, _)) = line.pop_front() else {
+                        break;
+                    };
+                    self.take_in(batch, u16::try_from(port).unwrap_or(u16::MAX), frame);
+                }
+            }
+            if !batch.is_empty() {
+                return Poll::Ready(Ok(()));
+            }
+            let Some(paced) = self.paced.as_mut() else {
+                return Poll::Pending;
+            };
+            let next = paced
+                .waiting
+                .iter()
+                .filter_map(|l| l.front().map(|f| f.1))
+                .min();
+            let Some(next) = next else {
+                if closed {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::NotConnected,
+                        "the in-memory inbox closed",
+                    )));
+                }
+                return Poll::Pending;
+            };
+            let deadline = tokio::time::Instant::from_std(paced.origin)
+                + std::time::Duration::from_nanos(next.saturating_sub(slack));
+            let sleep = paced
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+            sleep.as_mut().reset(deadline);
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
+    }
 }
 
 impl FramePorts for MemPorts {
@@ -350,6 +529,9 @@ impl FramePorts for MemPorts {
 
     fn poll_recv(&mut self, cx: &mut Context<'_>, batch: &mut RxBatch) -> Poll<io::Result<()>> {
         batch.clear();
+        if self.paced.is_some() {
+            return self.poll_recv_paced(cx, batch);
+        }
         let first = match self.rx.poll_recv(cx) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(None) => {
@@ -363,7 +545,7 @@ impl FramePorts for MemPorts {
         self.take_in(batch, first.0, first.1);
         while !batch.is_full() {
             match self.rx.try_recv() {
-                Ok((port, frame)) => self.take_in(batch, port, frame),
+                Ok((port, frame, _)) => self.take_in(batch, port, frame),
                 Err(_) => break,
             }
         }
@@ -601,6 +783,102 @@ mod tests {
         }
         assert_eq!(na.stats(0).ce_marked, 0);
         assert_eq!(na.stats(0).tx_frames, 32);
+    }
+
+    /// Two nodes joined by one link of `rate`, and ECN marking `ecn`.
+    fn rated_pair(rate: LinkRate, ecn: Option<EcnConfig>) -> (MemPorts, MemPorts) {
+        let mut fab = MemFabric::new(1);
+        fab.set_ecn(ecn).unwrap();
+        fab.set_rate(Some(rate));
+        let a = fab.add_node(1);
+        let b = fab.add_node(1);
+        fab.connect((a, 0), (b, 0), LinkFaults::NONE).unwrap();
+        let mut nodes = fab.build();
+        let nb = nodes.pop().unwrap();
+        let na = nodes.pop().unwrap();
+        (na, nb)
+    }
+
+    /// [LAB-014] A rated link delivers no faster than its rate: 2.5 MB at
+    /// 1 Gbit/s take at least 20 ms less the delivery slack (lower bound
+    /// only: a loaded machine is slower, never faster), in order and
+    /// complete. Without the rate they arrive as fast as they are copied.
+    #[tokio::test]
+    async fn a_rated_link_delivers_no_faster_than_its_rate() {
+        let rate = LinkRate::from_gbps(1.0, 4 << 20).unwrap();
+        let (mut na, mut nb) = rated_pair(rate, None);
+        let frames = 2500u32;
+        let start = std::time::Instant::now();
+        for i in 0..frames {
+            let mut f = vec![0u8; 1000];
+            f[..4].copy_from_slice(&i.to_be_bytes());
+            na.send(0, &f).unwrap();
+        }
+        assert_eq!(na.stats(0).tx_frames, u64::from(frames));
+        let mut batch = RxBatch::new(64);
+        let mut next = 0u32;
+        while next < frames {
+            recv_batch(&mut nb, &mut batch).await.unwrap();
+            for (port, f) in batch.iter() {
+                assert_eq!(port, 0);
+                assert_eq!(u32::from_be_bytes([f[0], f[1], f[2], f[3]]), next);
+                next += 1;
+            }
+        }
+        let took = start.elapsed();
+        let floor = rate.serialization(u64::from(frames) * 1000) - DELIVERY_SLACK;
+        assert!(took >= floor, "{took:?} < {floor:?}");
+        assert_eq!(nb.stats(0).rx_frames, u64::from(frames));
+    }
+
+    /// [LAB-014] A rated link's egress queue is bounded in bytes: what
+    /// does not fit is dropped and counted, as a full inbox does.
+    #[tokio::test]
+    async fn a_full_egress_queue_drops_and_counts() {
+        // 1 Mbit/s: the microseconds between sends drain no whole byte.
+        let rate = LinkRate::from_gbps(0.001, 3000).unwrap();
+        let (mut na, _nb) = rated_pair(rate, None);
+        for _ in 0..10 {
+            na.send(0, &[0; 1000]).unwrap();
+        }
+        let s = na.stats(0);
+        assert_eq!((s.tx_frames, s.tx_dropped), (3, 7));
+    }
+
+    /// [LAB-014] [CC-103] On a rated link the congestion point marks on
+    /// its own egress queue, not on the far inbox: frames sent back to
+    /// back at 1 Mbit/s from A meet a queue of the frames before them (the
+    /// third and later are beyond Kmax), while B's first frame into the
+    /// same node meets an empty queue though A's frames fill the inbox.
+    #[tokio::test]
+    async fn a_rated_link_marks_on_its_egress_queue() {
+        use epic_proto::wire::Ecn::Ect0;
+        let ect = roce(6, Ect0);
+        let len = ect[0].len() as u64;
+        let mut fab = MemFabric::new(1);
+        fab.set_ecn(Some(EcnConfig {
+            kmin_bytes: 0,
+            kmax_bytes: len + len / 2,
+            pmax_ppm: 1_000_000,
+        }))
+        .unwrap();
+        fab.set_rate(Some(LinkRate::from_gbps(0.001, 1 << 20).unwrap()));
+        let a = fab.add_node(1);
+        let b = fab.add_node(1);
+        let c = fab.add_node(2);
+        fab.connect((a, 0), (c, 0), LinkFaults::NONE).unwrap();
+        fab.connect((b, 0), (c, 1), LinkFaults::NONE).unwrap();
+        let mut nodes = fab.build();
+        let _nc = nodes.pop().unwrap();
+        let mut nb = nodes.pop().unwrap();
+        let mut na = nodes.pop().unwrap();
+        for f in &ect {
+            na.send(0, f).unwrap();
+        }
+        let marked = na.stats(0).ce_marked;
+        assert!((4..=5).contains(&marked), "{marked} marked");
+        nb.send(0, &ect[0]).unwrap();
+        assert_eq!(nb.stats(0).ce_marked, 0);
     }
 
     /// A bad configuration is refused with the marker's error.

@@ -312,9 +312,12 @@ impl LabCluster {
         let tree = IncTree::new(cfg.topology).map_err(BuildError::Tree)?;
         let clock = Clock::new();
         let mut fab = MemFabric::new(cfg.seed);
+        // With a rate, every link direction serializes at it. [LAB-014]
+        fab.set_rate(cfg.link_rate());
         if cfg.ecn {
-            // Thresholds for an inbox of full-size frames: the DCQCN
-            // paper's, which mark long before 8192 frames wait. [CC-105]
+            // Thresholds for an inbox (or, with a rate, an egress queue)
+            // of full-size frames: the DCQCN paper's, which mark long
+            // before 8192 frames wait. [CC-105]
             let bytes = fab.inbox_frames() as u64 * epic_io::MAX_FRAME as u64;
             fab.set_ecn(Some(EcnConfig::for_capacity(bytes)))
                 .map_err(BuildError::Fabric)?;

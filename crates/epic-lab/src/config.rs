@@ -201,7 +201,33 @@ pub struct LabConfig {
     /// reports the profile it ran ([`Row::transport`](crate::Row::transport)).
     /// [LAB-013]
     pub transport: LabTransport,
+    /// The in-process links' rate, Gbit/s, in both directions of every
+    /// link (`None`, the default: no rate, a frame arrives as soon as it
+    /// is copied). Each direction serializes its frames at this rate
+    /// behind an egress queue of [`LINK_QUEUE_FRAMES`] full frames.
+    /// In process only. [LAB-014] [LAB-015]
+    pub link_gbps: Option<f64>,
+    /// With a link rate, W in Modes II and III is the larger of `window`
+    /// and [`LabConfig::path_window`] (true, the default); false when the
+    /// window was given (`--window`), which then runs as given. [LAB-016]
+    pub window_from_path: bool,
 }
+
+/// Frames of [`MAX_FRAME`](epic_io::MAX_FRAME) bytes a rated link
+/// direction's egress queue holds: as many as an inbox ([LAB-014]), so a
+/// clean run's windows never fill it; ECN thresholds are taken from the
+/// same bytes.
+pub const LINK_QUEUE_FRAMES: u64 = epic_io::mem::DEFAULT_INBOX_FRAMES as u64;
+
+/// The latency the lab's path window assumes for one link crossing in
+/// process, µs: the links add none, but every crossing wakes another task
+/// on a machine whose cores run every switch and rank (an estimate, not a
+/// measurement). [LAB-016]
+pub const LAB_CROSSING_LATENCY_US: u64 = 50;
+
+/// How many times the acknowledgement loop's bandwidth-delay product the
+/// path window covers, as in `epic sim` ([CC-121]).
+pub const PATH_WINDOW_FACTOR: u64 = 6;
 
 /// What MPI is compared with EPIC on the namespace lab.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -281,6 +307,8 @@ impl Default for LabConfig {
             policy: manager::Policy::Spatial,
             ecn: false,
             transport: LabTransport::Auto,
+            link_gbps: None,
+            window_from_path: true,
         }
     }
 }
@@ -337,6 +365,12 @@ pub enum ConfigError {
     /// Zero iterations, messages or window.
     #[error("{0} must be at least 1")]
     Zero(&'static str),
+    /// The link rate is not a positive number of Gbit/s.
+    #[error("link rate {0} Gbit/s is not a positive number (at most 1,000,000)")]
+    LinkRate(f64),
+    /// An in-process setting with `--netns`. [LAB-015]
+    #[error("{0} applies to the in-process links only; the namespace lab's veths run at the kernel's speed")]
+    InProcessOnly(&'static str),
 }
 
 impl LabConfig {
@@ -388,6 +422,14 @@ impl LabConfig {
                     dtype: self.dtype.name(),
                     op: self.op.name(),
                 });
+            }
+        }
+        if let Some(g) = self.link_gbps {
+            if self.link_rate().is_none() {
+                return Err(ConfigError::LinkRate(g));
+            }
+            if self.netns.is_some() {
+                return Err(ConfigError::InProcessOnly("--link-gbps"));
             }
         }
         if ![256, 512, 1024, 2048, 4096].contains(&self.mtu) {
@@ -458,7 +500,77 @@ impl LabConfig {
         if mode == LabMode::Inc(Mode::Terminated) && clean && self.switch_timeout_us.is_none() {
             rc.switch_timeout_us = Some(MODE1_CLEAN_SWITCH_TIMEOUT_US);
         }
+        if self.window_from_path {
+            if let Some(w) = self.path_window(mode) {
+                rc.window = rc.window.max(w);
+            }
+        }
+        // Timers that outlast the links' queues, unless given. [LAB-017]
+        if let Some(q) = rc.path_queue_us() {
+            let t = q.saturating_mul(2);
+            if self.host_timeout.is_none() {
+                // 4.096 µs · 2^e ≥ t.
+                let mut e = rc.host_timeout.unwrap_or(8);
+                while e < 31 && 4096u64 << e < t.saturating_mul(1000) {
+                    e += 1;
+                }
+                rc.host_timeout = Some(e);
+            }
+            if self.switch_timeout_us.is_none() {
+                rc.switch_timeout_us = rc.switch_timeout_us.map(|s| s.max(t));
+            }
+        }
         rc
+    }
+
+    /// With a link rate, how long one link direction's queue can take to
+    /// drain on clean links, µs: the larger of a fallback rank's data in
+    /// flight (its window of messages toward each of the K − 1 peers) and
+    /// K ranks' INC windows (W·M packets each, all crossing a spine
+    /// link), at the rate. `None` without a rate. [LAB-017]
+    pub fn path_queue_us(&self) -> Option<u64> {
+        let rate = self.link_rate()?;
+        let k = u128::from(self.ranks().max(1));
+        let f = commlib::FallbackTuning::default();
+        let fallback = u128::from(f.window) * u128::from(f.message_bytes) * (k - 1).max(1);
+        let inc =
+            k * u128::from(self.window) * u128::from(self.message_packets) * u128::from(self.mtu);
+        let bits = fallback.max(inc) * 8;
+        let us = (bits * 1_000_000).div_ceil(u128::from(rate.bits_per_second.max(1)));
+        Some(u64::try_from(us).unwrap_or(u64::MAX))
+    }
+
+    /// The links' rate and egress queue, if they have a rate. [LAB-014]
+    pub fn link_rate(&self) -> Option<epic_io::LinkRate> {
+        let queue = LINK_QUEUE_FRAMES * epic_io::MAX_FRAME as u64;
+        epic_io::LinkRate::from_gbps(self.link_gbps?, queue)
+    }
+
+    /// W from the path, as `epic sim` derives it ([CC-120], [CC-121]):
+    /// in Modes II and III with a link rate B, the fewest messages of M·U
+    /// payload bytes that cover [`PATH_WINDOW_FACTOR`] times B·T of the
+    /// loop that acknowledges a rank's data, T = n·L + n·U/B + M·U/B (n =
+    /// 4(H − 1) crossings in Mode II, 2 in Mode III; L =
+    /// [`LAB_CROSSING_LATENCY_US`]), plus one; at most (128 − 2)/M, so
+    /// that the window and the control message stay within rxe's 128
+    /// unacknowledged PSNs ([CC-122] is not applied in the lab). `None`
+    /// without a rate, in Mode I (its own rule, [HOST-017]) and on the
+    /// host fallback. [LAB-016]
+    pub fn path_window(&self, mode: LabMode) -> Option<u32> {
+        let b = u128::from(self.link_rate()?.bits_per_second);
+        let h = u128::from(self.topology.depth.saturating_sub(1).max(1));
+        let n = match mode {
+            LabMode::Inc(Mode::Translated) => 4 * h,
+            LabMode::Inc(Mode::Augmented) => 2,
+            _ => return None,
+        };
+        let m = u128::from(self.message_packets.max(1));
+        let u_bits = 8 * u128::from(self.mtu.max(1));
+        let latency_bits = n * b * u128::from(LAB_CROSSING_LATENCY_US) / 1_000_000;
+        let flight = latency_bits + n * u_bits + m * u_bits;
+        let w = (flight * u128::from(PATH_WINDOW_FACTOR)).div_ceil(m * u_bits) + 1;
+        let cap = (126 / m).max(1);
+        Some(u32::try_from(w.clamp(1, cap)).unwrap_or(1))
     }
 
     /// Ranks in the group.
@@ -561,6 +673,99 @@ mod tests {
             ..LabConfig::default()
         };
         assert_eq!(given.resolved_for(2, m2).host_timeout, Some(9));
+    }
+
+    /// [LAB-015] A link rate must be a positive number, and runs in
+    /// process only: with --netns it is refused, by its own error.
+    #[test]
+    fn a_link_rate_is_checked() {
+        let mut c = LabConfig {
+            link_gbps: Some(2.0),
+            ..LabConfig::default()
+        };
+        assert_eq!(c.validate(), Ok(()));
+        assert_eq!(
+            c.link_rate().map(|r| r.bits_per_second),
+            Some(2_000_000_000)
+        );
+        for bad in [0.0, -1.0, f64::INFINITY] {
+            c.link_gbps = Some(bad);
+            assert_eq!(c.validate(), Err(ConfigError::LinkRate(bad)));
+        }
+        c.link_gbps = Some(1.0);
+        c.netns = Some(NetnsOptions::new("epic"));
+        assert_eq!(c.validate(), Err(ConfigError::InProcessOnly("--link-gbps")));
+    }
+
+    /// [LAB-016] [CC-120] [CC-121] With a rate, Modes II and III take W
+    /// from the path unless the window was given; Mode I and the host
+    /// fallback keep theirs, and no rate means no change.
+    #[test]
+    fn the_window_comes_from_the_path_with_a_rate() {
+        let m1 = LabMode::Inc(Mode::Terminated);
+        let m2 = LabMode::Inc(Mode::Translated);
+        let m3 = LabMode::Inc(Mode::Augmented);
+        let none = LabConfig::default();
+        assert_eq!(none.path_window(m2), None);
+        assert_eq!(none.resolved_for(2, m2).window, 8);
+        let c = LabConfig {
+            link_gbps: Some(1.0),
+            ..LabConfig::default()
+        };
+        // Tree-3-2, M = 4, U = 4096, 1 Gbit/s, 50 µs a crossing. Mode III:
+        // n = 2: 100 kbit + 6 packets (196,608 bit) = 296,608 bit, × 6 over
+        // 131,072 bit a message: 14 (13.58 up), + 1.
+        assert_eq!(c.path_window(m3), Some(15));
+        // Mode II: n = 8: 400 kbit + 12 packets: 31 by the cap (126 / 4).
+        assert_eq!(c.path_window(m2), Some(31));
+        assert_eq!(c.path_window(m1), None);
+        assert_eq!(c.path_window(LabMode::Host), None);
+        assert_eq!(c.resolved_for(2, m3).window, 15);
+        assert_eq!(c.resolved_for(2, m1).window, 8);
+        let given = LabConfig {
+            window_from_path: false,
+            ..c.clone()
+        };
+        assert_eq!(given.resolved_for(2, m3).window, 8);
+        let larger = LabConfig { window: 20, ..c };
+        assert_eq!(larger.resolved_for(2, m3).window, 20);
+    }
+
+    /// [LAB-017] With a rate the timers outlast twice the longest queue:
+    /// at 1 Gbit/s a fallback rank's 3 MiB in flight (16 × 64 KiB toward 3
+    /// peers) take 25,166 µs, so the ranks' exponent becomes 14 (67 ms)
+    /// and the switches' timeout 50,332 µs; given timers and runs without
+    /// a rate keep theirs.
+    #[test]
+    fn timers_outlast_the_queue_with_a_rate() {
+        let c = LabConfig {
+            link_gbps: Some(1.0),
+            ..LabConfig::default()
+        };
+        assert_eq!(c.path_queue_us(), Some(25_166));
+        let m3 = LabMode::Inc(Mode::Augmented);
+        for threads in [1, 2] {
+            let rc = c.resolved_for(threads, m3);
+            assert_eq!(rc.host_timeout, Some(14));
+            assert_eq!(rc.switch_timeout_us, Some(50_332));
+            let rc = c.resolved_for(threads, LabMode::Host);
+            assert_eq!(rc.host_timeout, Some(14));
+        }
+        let fast = LabConfig {
+            link_gbps: Some(4.0),
+            ..LabConfig::default()
+        };
+        assert_eq!(fast.resolved_for(2, m3).host_timeout, Some(12));
+        let given = LabConfig {
+            host_timeout: Some(9),
+            switch_timeout_us: Some(500),
+            ..c
+        };
+        assert_eq!(given.resolved_for(1, m3).host_timeout, Some(9));
+        assert_eq!(given.resolved_for(1, m3).switch_timeout_us, Some(500));
+        let none = LabConfig::default();
+        assert_eq!(none.path_queue_us(), None);
+        assert_eq!(none.resolved_for(1, m3).host_timeout, Some(8));
     }
 
     #[test]

@@ -24,7 +24,8 @@ mod session;
 pub use cluster::LAB_GROUP;
 pub use config::{
     Baseline, ConfigError, LabConfig, LabMode, LabTransport, NetnsOptions, AUTO_LARGE, COLLECTIVES,
-    DEFAULT_SIZES, MODE1_CLEAN_SWITCH_TIMEOUT_US, MODE2_CLEAN_HOST_TIMEOUT,
+    DEFAULT_SIZES, LAB_CROSSING_LATENCY_US, LINK_QUEUE_FRAMES, MODE1_CLEAN_SWITCH_TIMEOUT_US,
+    MODE2_CLEAN_HOST_TIMEOUT, PATH_WINDOW_FACTOR,
 };
 pub use error::{BuildError, CallError, GrantError, LabError};
 pub use netns::{

@@ -57,6 +57,10 @@ pub struct Row {
     pub cnps: u64,
     /// Rate cuts the ranks' QPs took on CNPs during the row. [CC-115]
     pub rate_cuts: u64,
+    /// The in-process links' rate, Gbit/s, when the run gave them one
+    /// (absent otherwise). [LAB-015]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_gbps: Option<f64>,
     /// Why the row failed, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -247,6 +251,7 @@ mod tests {
             sacks: 0,
             cnps: 0,
             rate_cuts: 0,
+            link_gbps: None,
             error: None,
         }
     }
@@ -278,6 +283,21 @@ mod tests {
         // [LAB-013] The profile a row ran is a column and a JSON field.
         assert!(t.contains("transport") && t.contains(" sr "), "{t}");
         assert_eq!(v["transport"], "sr");
+        // [LAB-015] Without a rate the rows are as before: no link_gbps.
+        assert!(v.get("link_gbps").is_none());
+    }
+
+    /// [LAB-015] A run with a link rate names it in every JSON row.
+    #[test]
+    fn json_rows_name_the_link_rate() {
+        let mut out = Vec::new();
+        let rated = Row {
+            link_gbps: Some(2.5),
+            ..row()
+        };
+        write_json(&mut out, &[rated]).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["link_gbps"], 2.5);
     }
 
     /// [LAB-009] Every EPIC row with a baseline of the same point gets

@@ -53,13 +53,33 @@ pub fn describe(cfg: &LabConfig) -> String {
         ),
         None => ("in-process links", "every link".to_string()),
     };
+    // A rate, and the windows it gives Modes II and III. [LAB-015]
+    let rate = match cfg.link_gbps {
+        Some(g) => {
+            let from_path: Vec<String> = cfg
+                .modes
+                .iter()
+                .filter_map(|&m| {
+                    let w = cfg.resolved_for(1, m).window;
+                    (w != cfg.window).then(|| format!("{w} in mode {m}"))
+                })
+                .collect();
+            let w = if from_path.is_empty() {
+                String::new()
+            } else {
+                format!(" (from the path: {})", from_path.join(", "))
+            };
+            format!(" at {g} Gbit/s{w}")
+        }
+        None => String::new(),
+    };
     // The default policy goes unsaid; another one changes what a call costs.
     let policy = match cfg.policy {
         manager::Policy::Spatial => String::new(),
         p => format!("; manager policy {p}"),
     };
     format!(
-        "epic lab: {} ({} ranks), {links}, modes {}; {} {}; {} + {} warm-up iteration(s); loss {}, reorder {}, dup {} on {faulty}; MTU {}, M = {}, W = {}; transport {}; seed {}{policy}",
+        "epic lab: {} ({} ranks), {links}{rate}, modes {}; {} {}; {} + {} warm-up iteration(s); loss {}, reorder {}, dup {} on {faulty}; MTU {}, M = {}, W = {}; transport {}; seed {}{policy}",
         cfg.topology,
         cfg.ranks(),
         modes.join(","),
@@ -237,6 +257,7 @@ async fn measure(
         sacks: delta.sacks,
         cnps: delta.cnps,
         rate_cuts: delta.rate_cuts,
+        link_gbps: cfg.link_gbps,
         error,
     };
     (cluster, row)
