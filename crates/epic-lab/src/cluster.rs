@@ -213,6 +213,16 @@ fn comm_config(
         c.qp_timeout = t;
     }
     c.transport = commlib::qp_transport(host_transport(cfg));
+    // The fallback mesh's SR timers wait out the lab's stalls and queues.
+    // [LAB-018]
+    if let (Transport::Sr(sr), Some(floor)) = (&mut c.transport, cfg.mesh_sr_floor()) {
+        let floor = epic_proto::time::Duration::from_nanos(
+            u64::try_from(floor.as_nanos()).unwrap_or(u64::MAX),
+        )
+        .min(sr.rtt.max_rto);
+        sr.rtt.min_rto = sr.rtt.min_rto.max(floor);
+        sr.rtt.min_pto = sr.rtt.min_pto.max(floor);
+    }
     c.mtu = mtu_of(cfg.mtu);
     c.call_timeout = std::time::Duration::from_millis(cfg.call_timeout_ms);
     c

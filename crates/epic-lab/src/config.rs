@@ -174,7 +174,8 @@ pub struct LabConfig {
     /// resent whole windows; on clean links a Mode II timeout can only be
     /// spurious (see [`LabConfig::resolved_for`]); Mode I there as well,
     /// whose edges drop nothing on clean links since they grant credits
-    /// ([M1-013]). Round trips in
+    /// ([M1-013]), and the host fallback, whose SR timers then floor at
+    /// this timeout too ([LAB-018]). Round trips in
     /// process take tens of microseconds; commlib's own defaults (17–67 ms)
     /// made lossy runs wait that long per tail loss. On namespaces: 11
     /// (≈ 8 ms).
@@ -492,7 +493,7 @@ impl LabConfig {
         let clean = !self.faults.any() && self.netns.is_none();
         let quiet = matches!(
             mode,
-            LabMode::Inc(Mode::Translated) | LabMode::Inc(Mode::Terminated)
+            LabMode::Inc(Mode::Translated) | LabMode::Inc(Mode::Terminated) | LabMode::Host
         );
         if quiet && clean && self.host_timeout.is_none() {
             rc.host_timeout = Some(MODE2_CLEAN_HOST_TIMEOUT);
@@ -521,6 +522,24 @@ impl LabConfig {
             }
         }
         rc
+    }
+
+    /// The floor of the fallback mesh's SR timers (probe and timeout) in
+    /// a configuration [`resolved_for`](LabConfig::resolved_for) a row:
+    /// the ranks' QP timeout (4.096 µs · 2^`host_timeout`) in process on
+    /// links without faults, where no frame is ever lost and every timer
+    /// that fires is a scheduling stall (two worker threads run seven
+    /// nodes), and with a link rate, where the timer must outlast the
+    /// queue ([LAB-017]); `None` otherwise (the estimator's floors). A
+    /// hole a SACK reports is still resent at once ([SR-015]); only a
+    /// quiet spell waits for the floor. [LAB-018]
+    pub fn mesh_sr_floor(&self) -> Option<std::time::Duration> {
+        let clean = !self.faults.any() && self.netns.is_none();
+        if !clean && self.link_gbps.is_none() {
+            return None;
+        }
+        let e = u32::from(self.host_timeout?.min(31));
+        Some(std::time::Duration::from_nanos(4096u64 << e))
     }
 
     /// With a link rate, how long one link direction's queue can take to
@@ -643,6 +662,37 @@ mod tests {
         assert_eq!(c.validate(), Err(ConfigError::Empty("mode")));
     }
 
+    /// [LAB-018] The fallback mesh's SR timers floor at the row's QP
+    /// timeout in process on clean links (67 ms) and with a rate, and keep
+    /// the estimator's floors on lossy links without one.
+    #[test]
+    fn the_mesh_sr_floor_follows_the_quiet_timer() {
+        let c = LabConfig::default();
+        let host = c.resolved_for(2, LabMode::Host);
+        assert_eq!(
+            host.mesh_sr_floor(),
+            Some(std::time::Duration::from_nanos(4096 << 14))
+        );
+        let lossy = LabConfig {
+            faults: LinkFaults {
+                loss: 0.01,
+                ..LinkFaults::NONE
+            },
+            ..LabConfig::default()
+        };
+        assert_eq!(lossy.resolved_for(2, LabMode::Host).mesh_sr_floor(), None);
+        let rated = LabConfig {
+            link_gbps: Some(1.0),
+            ..lossy
+        };
+        let r = rated.resolved_for(2, LabMode::Host);
+        let e = u32::from(r.host_timeout.unwrap());
+        assert_eq!(
+            r.mesh_sr_floor(),
+            Some(std::time::Duration::from_nanos(4096 << e))
+        );
+    }
+
     /// Mode II on clean links waits 67 ms before it resends, on any number
     /// of threads; other modes, faults or a given exponent keep theirs.
     #[test]
@@ -651,7 +701,7 @@ mod tests {
         let m2 = LabMode::Inc(Mode::Translated);
         assert_eq!(c.resolved_for(2, m2).host_timeout, Some(14));
         assert_eq!(c.resolved_for(1, m2).host_timeout, Some(14));
-        assert_eq!(c.resolved_for(1, LabMode::Host).host_timeout, Some(8));
+        assert_eq!(c.resolved_for(1, LabMode::Host).host_timeout, Some(14));
         let m3 = LabMode::Inc(Mode::Augmented);
         assert_eq!(c.resolved_for(2, m3).host_timeout, Some(10));
         assert_eq!(c.resolved_for(2, m3).switch_timeout_us, Some(4000));
