@@ -258,3 +258,46 @@ fn sr_mode3_big_calls_in_a_row_under_loss() {
         }
     }
 }
+
+/// [M3-028] [CTL-041] Mode III on clean links, go-back-N: a Reduce of
+/// 1 MiB after AllReduces of 1 and 4 MiB on the same cluster. A leaf's
+/// hop toward the spine skips the ranges it sends nothing in and may stop
+/// at the spine's credit edge right after one; the spine counted the
+/// leaf's credit left from the last PSN it had received, before the
+/// range, and sent no window update, so every such Reduce waited for the
+/// leaf's credit probe (a switch timeout, 67 ms here) with nothing lost.
+#[test]
+fn mode3_credit_reaches_a_sender_stalled_after_a_skipped_range() {
+    use epic_proto::wire::{Collective, DataType, ReduceOp};
+    let mut cfg = netsim::inc::ClusterConfig::new("tree-3-2".parse().unwrap(), Mode::Augmented);
+    cfg.switch_timeout = epic_proto::time::Duration::from_millis(67);
+    let mut cl = netsim::inc::Cluster::build(cfg).unwrap();
+    let mut salt = 0;
+    let calls = [
+        (Collective::AllReduce, 1usize << 20),
+        (Collective::AllReduce, 4 << 20),
+        (Collective::Reduce, 1 << 20),
+        (Collective::Reduce, 1 << 20),
+        (Collective::Reduce, 1 << 20),
+    ];
+    for (c, bytes) in calls {
+        salt += 1;
+        let op = if c.reduces() {
+            ReduceOp::Sum
+        } else {
+            ReduceOp::None
+        };
+        let k = case(c, DataType::Fp32, op, 0, 4, bytes / 4, salt);
+        let t = check(&mut cl, &k, &format!("{c:?} {bytes}"));
+        assert!(
+            t < epic_proto::time::Duration::from_millis(10),
+            "{c:?} of {bytes} bytes took {t:?} on clean links"
+        );
+    }
+    for s in &cl.switches {
+        let Some(netsim::inc::IncNode::Switch(e)) = cl.sim.node(*s) else {
+            panic!("no switch");
+        };
+        assert_eq!(e.counters().credit_probes, 0, "a switch probed for credit");
+    }
+}

@@ -111,10 +111,21 @@ impl Augmented {
             }
             let ep = EdgeId(u16::try_from(i).unwrap_or(u16::MAX));
             let update = match s.eps.get(i).map(|e| e.cfg.peer) {
+                // The sender's credit left is counted from the furthest
+                // point it is known to have reached: past the last PSN it
+                // sent, or past the ranges it sends nothing in, which
+                // `epsn` skips ([CTL-041]) and which a sender skips
+                // without credit. Counted from the last PSN alone, a
+                // sender stalled at the edge after such a range looked
+                // half a pipe short of it and heard nothing until its
+                // probe. An edge that does not pass that point grants
+                // nothing yet. [M3-028]
                 Some(Peer::Switch) => h.adv_edge.is_some_and(|adv| {
-                    let left = adv.distance_from(h.max_rcvd.next());
+                    let sent = h.max_rcvd.next();
+                    let from = if h.epsn.is_after(sent) { h.epsn } else { sent };
+                    let left = adv.distance_from(from);
                     let left = if left >= Psn::HALF { 0 } else { left };
-                    edge.is_after(adv) && left < half
+                    edge.is_after(adv) && edge.is_after(from) && left < half
                 }),
                 // A rank whose ACK was held back hears the rest. [M3-029]
                 Some(Peer::Rank(_)) => core::mem::take(&mut h.held_ack),
