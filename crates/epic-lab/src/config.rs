@@ -102,11 +102,13 @@ pub const AUTO_LARGE: u64 = 1 << 20;
 /// links (≈ 67 ms): commlib's own Mode II default. [COMM-014]
 pub const MODE2_CLEAN_HOST_TIMEOUT: u8 = 14;
 
-/// The switches' retransmission timeout of Mode I rows on clean in-process
-/// links, µs: 4.096 µs · 2^14, the ranks' timer there. With end-to-end
-/// credits ([M1-013]) a Mode I edge drops nothing on such links, so a
-/// timeout can only be spurious (a worker thread descheduled for longer
-/// than the timer on a busy machine).
+/// The switches' retransmission timeout of Mode I and Mode III rows on
+/// clean in-process links, µs: 4.096 µs · 2^14, the ranks' timer there.
+/// With end-to-end credits ([M1-013]) a Mode I edge drops nothing on such
+/// links, nor does a Mode III switch, which grants its switch peers credit
+/// and holds its ranks by their ACKs ([M3-026]…[M3-029]); so a timeout can
+/// only be spurious (a worker thread descheduled for longer than the timer
+/// on a busy machine).
 pub const MODE1_CLEAN_SWITCH_TIMEOUT_US: u64 = 67_109;
 
 /// The default sizes: 4 KiB to 16 MiB in steps of × 4.
@@ -174,15 +176,16 @@ pub struct LabConfig {
     /// resent whole windows; on clean links a Mode II timeout can only be
     /// spurious (see [`LabConfig::resolved_for`]); Mode I there as well,
     /// whose edges drop nothing on clean links since they grant credits
-    /// ([M1-013]), and the host fallback, whose SR timers then floor at
-    /// this timeout too ([LAB-018]). Round trips in
+    /// ([M1-013]), Mode III, whose switches grant each other credit
+    /// ([M3-026]…[M3-029]), and the host fallback, whose SR timers then
+    /// floor at this timeout too ([LAB-018]). Round trips in
     /// process take tens of microseconds; commlib's own defaults (17–67 ms)
     /// made lossy runs wait that long per tail loss. On namespaces: 11
     /// (≈ 8 ms).
     pub host_timeout: Option<u8>,
     /// Switches' retransmission timeout (Mode III hops, Mode I edges), µs.
     /// `None`: 1000 on one thread, 4000 on more and on namespaces; Mode I
-    /// rows in process on links without faults 67,109 (see
+    /// and Mode III rows in process on links without faults 67,109 (see
     /// [`LabConfig::resolved_for`]).
     pub switch_timeout_us: Option<u64>,
     /// Run on Linux network namespaces instead of in-memory links.
@@ -491,14 +494,18 @@ impl LabConfig {
     pub fn resolved_for(&self, threads: usize, mode: LabMode) -> LabConfig {
         let mut rc = self.resolved(threads);
         let clean = !self.faults.any() && self.netns.is_none();
-        let quiet = matches!(
-            mode,
-            LabMode::Inc(Mode::Translated) | LabMode::Inc(Mode::Terminated) | LabMode::Host
-        );
-        if quiet && clean && self.host_timeout.is_none() {
+        // On clean in-process links no mode drops anything (Mode I edges
+        // grant credits, Mode III switches grant credit to each other and
+        // hold the ranks by their ACKs, Mode II switches drop only
+        // duplicates), so every timer that fires is a scheduling stall.
+        if clean && self.host_timeout.is_none() {
             rc.host_timeout = Some(MODE2_CLEAN_HOST_TIMEOUT);
         }
-        if mode == LabMode::Inc(Mode::Terminated) && clean && self.switch_timeout_us.is_none() {
+        let per_hop = matches!(
+            mode,
+            LabMode::Inc(Mode::Terminated) | LabMode::Inc(Mode::Augmented)
+        );
+        if per_hop && clean && self.switch_timeout_us.is_none() {
             rc.switch_timeout_us = Some(MODE1_CLEAN_SWITCH_TIMEOUT_US);
         }
         if self.window_from_path {
@@ -702,9 +709,11 @@ mod tests {
         assert_eq!(c.resolved_for(2, m2).host_timeout, Some(14));
         assert_eq!(c.resolved_for(1, m2).host_timeout, Some(14));
         assert_eq!(c.resolved_for(1, LabMode::Host).host_timeout, Some(14));
+        // Mode III as well, since its credit reaches a sender stopped
+        // after a skipped range ([M3-028]).
         let m3 = LabMode::Inc(Mode::Augmented);
-        assert_eq!(c.resolved_for(2, m3).host_timeout, Some(10));
-        assert_eq!(c.resolved_for(2, m3).switch_timeout_us, Some(4000));
+        assert_eq!(c.resolved_for(2, m3).host_timeout, Some(14));
+        assert_eq!(c.resolved_for(2, m3).switch_timeout_us, Some(67_109));
         // Mode I as well, switches included. [M1-013]
         let m1 = LabMode::Inc(Mode::Terminated);
         assert_eq!(c.resolved_for(2, m1).host_timeout, Some(14));
@@ -785,11 +794,17 @@ mod tests {
     /// at 1 Gbit/s a fallback rank's 3 MiB in flight (16 × 64 KiB toward 3
     /// peers) take 25,166 µs, so the ranks' exponent becomes 14 (67 ms)
     /// and the switches' timeout 50,332 µs; given timers and runs without
-    /// a rate keep theirs.
+    /// a rate keep theirs. (Lossy links, so that the clean links' quiet
+    /// timers, which are longer, do not hide the rule.)
     #[test]
     fn timers_outlast_the_queue_with_a_rate() {
+        let lossy = LinkFaults {
+            loss: 0.01,
+            ..LinkFaults::NONE
+        };
         let c = LabConfig {
             link_gbps: Some(1.0),
+            faults: lossy,
             ..LabConfig::default()
         };
         assert_eq!(c.path_queue_us(), Some(25_166));
@@ -803,6 +818,7 @@ mod tests {
         }
         let fast = LabConfig {
             link_gbps: Some(4.0),
+            faults: lossy,
             ..LabConfig::default()
         };
         assert_eq!(fast.resolved_for(2, m3).host_timeout, Some(12));
@@ -813,9 +829,18 @@ mod tests {
         };
         assert_eq!(given.resolved_for(1, m3).host_timeout, Some(9));
         assert_eq!(given.resolved_for(1, m3).switch_timeout_us, Some(500));
-        let none = LabConfig::default();
+        let none = LabConfig {
+            faults: lossy,
+            ..LabConfig::default()
+        };
         assert_eq!(none.path_queue_us(), None);
         assert_eq!(none.resolved_for(1, m3).host_timeout, Some(8));
+        // On clean links the longer of the quiet timer and the queue's.
+        let clean = LabConfig {
+            link_gbps: Some(1.0),
+            ..LabConfig::default()
+        };
+        assert_eq!(clean.resolved_for(2, m3).switch_timeout_us, Some(67_109));
     }
 
     #[test]
