@@ -110,6 +110,11 @@ fn static_spec(
     engine.tx_queue_frames = 4096;
     engine.retransmit_timeout =
         epic_proto::time::Duration::from_micros(cfg.switch_timeout_us.unwrap_or(1000));
+    // The switches' SR timers wait out the lab's stalls too. [LAB-018]
+    if let Some(f) = cfg.switch_sr_floor() {
+        engine.sr_timer_floor =
+            epic_proto::time::Duration::from_nanos(u64::try_from(f.as_nanos()).unwrap_or(u64::MAX));
+    }
     engine.max_group_size = engine.max_group_size.max(tree.ranks());
     let mut routes = Vec::new();
     if let Some(sw) = sw {
@@ -213,19 +218,30 @@ fn comm_config(
         c.qp_timeout = t;
     }
     c.transport = commlib::qp_transport(host_transport(cfg));
-    // The fallback mesh's SR timers wait out the lab's stalls and queues.
-    // [LAB-018]
-    if let (Transport::Sr(sr), Some(floor)) = (&mut c.transport, cfg.mesh_sr_floor()) {
+    // The ranks' SR timers (the fallback mesh's, and the INC lane's) wait
+    // out the lab's stalls and queues. [LAB-018]
+    if let Some(floor) = cfg.mesh_sr_floor() {
         let floor = epic_proto::time::Duration::from_nanos(
             u64::try_from(floor.as_nanos()).unwrap_or(u64::MAX),
-        )
-        .min(sr.rtt.max_rto);
-        sr.rtt.min_rto = sr.rtt.min_rto.max(floor);
-        sr.rtt.min_pto = sr.rtt.min_pto.max(floor);
+        );
+        floor_sr(&mut c.transport, floor);
+        if let Some(inc) = c.inc.as_mut() {
+            floor_sr(&mut inc.transport, floor);
+        }
     }
     c.mtu = mtu_of(cfg.mtu);
     c.call_timeout = std::time::Duration::from_millis(cfg.call_timeout_ms);
     c
+}
+
+/// `t`'s SR probe and retransmission floors raised to `floor` (within
+/// the estimator's cap); go-back-N unchanged. [LAB-018]
+fn floor_sr(t: &mut Transport, floor: epic_proto::time::Duration) {
+    if let Transport::Sr(sr) = t {
+        let floor = floor.min(sr.rtt.max_rto);
+        sr.rtt.min_rto = sr.rtt.min_rto.max(floor);
+        sr.rtt.min_pto = sr.rtt.min_pto.max(floor);
+    }
 }
 
 /// The host fallback's profile: its QPs run host to host, the switches

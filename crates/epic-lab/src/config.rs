@@ -541,12 +541,29 @@ impl LabConfig {
     /// hole a SACK reports is still resent at once ([SR-015]); only a
     /// quiet spell waits for the floor. [LAB-018]
     pub fn mesh_sr_floor(&self) -> Option<std::time::Duration> {
-        let clean = !self.faults.any() && self.netns.is_none();
-        if !clean && self.link_gbps.is_none() {
+        if !self.quiet_links() {
             return None;
         }
         let e = u32::from(self.host_timeout?.min(31));
         Some(std::time::Duration::from_nanos(4096u64 << e))
+    }
+
+    /// The floor of the switches' SR timers (Mode III hops, Mode I edges)
+    /// where [`mesh_sr_floor`](LabConfig::mesh_sr_floor) floors the
+    /// ranks': the switches' retransmission timeout of the row
+    /// (`EngineConfig::sr_timer_floor`). [LAB-018] [SR-063]
+    pub fn switch_sr_floor(&self) -> Option<std::time::Duration> {
+        if !self.quiet_links() {
+            return None;
+        }
+        Some(std::time::Duration::from_micros(self.switch_timeout_us?))
+    }
+
+    /// In process without faults, or with a link rate: links on which a
+    /// timer that fires is a stall or a queue, not a loss.
+    fn quiet_links(&self) -> bool {
+        let clean = !self.faults.any() && self.netns.is_none();
+        clean || self.link_gbps.is_some()
     }
 
     /// With a link rate, how long one link direction's queue can take to

@@ -42,6 +42,12 @@ fn the_mesh_sr_floor_follows_the_quiet_timer() {
         host.mesh_sr_floor(),
         Some(std::time::Duration::from_nanos(4096 << 14))
     );
+    // The switches' floor is their timeout there. [SR-063]
+    let m3 = c.resolved_for(2, LabMode::Inc(Mode::Augmented));
+    assert_eq!(
+        m3.switch_sr_floor(),
+        Some(std::time::Duration::from_micros(67_109))
+    );
     let lossy = LabConfig {
         faults: LinkFaults {
             loss: 0.01,
@@ -50,6 +56,8 @@ fn the_mesh_sr_floor_follows_the_quiet_timer() {
         ..LabConfig::default()
     };
     assert_eq!(lossy.resolved_for(2, LabMode::Host).mesh_sr_floor(), None);
+    let m3 = LabMode::Inc(Mode::Augmented);
+    assert_eq!(lossy.resolved_for(2, m3).switch_sr_floor(), None);
     let rated = LabConfig {
         link_gbps: Some(1.0),
         ..lossy

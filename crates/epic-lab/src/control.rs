@@ -329,10 +329,9 @@ mod tests {
     }
 
     /// [LAB-013] [COMM-042] [MGR-045] `auto` runs SR where the manager
-    /// grants it (Mode II: the software switch does not report the SR of
-    /// Modes I and III yet, [MGR-015]) and on the host fallback,
-    /// go-back-N toward the Mode I and III switches; `gbn` runs go-back-N
-    /// everywhere; `sr`
+    /// grants it (Modes II and III: the software switch does not report
+    /// Mode I's SR yet, [MGR-015]) and on the host fallback, go-back-N
+    /// toward the Mode I switches; `gbn` runs go-back-N everywhere; `sr`
     /// stops at a mode whose switches cannot have it, with the manager's
     /// reason. An AllReduce over lossy links is right under each.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -352,7 +351,7 @@ mod tests {
             (
                 LabTransport::Auto,
                 LabMode::Inc(Mode::Augmented),
-                Some(TransportProfile::Gbn),
+                Some(TransportProfile::Sr),
             ),
             (
                 LabTransport::Auto,
@@ -379,7 +378,11 @@ mod tests {
                 LabMode::Inc(Mode::Translated),
                 Some(TransportProfile::Sr),
             ),
-            (LabTransport::Sr, LabMode::Inc(Mode::Augmented), None),
+            (
+                LabTransport::Sr,
+                LabMode::Inc(Mode::Augmented),
+                Some(TransportProfile::Sr),
+            ),
             (LabTransport::Sr, LabMode::Inc(Mode::Terminated), None),
         ];
         for (transport, mode, want) in cases {

@@ -142,20 +142,17 @@ impl ManagerSection {
 /// The modes in which this switch reports the SR transport profile:
 /// Mode II, which reflects an AllReduce rank's SACK as the SACK of its own
 /// data and takes every other one as the ACK of its cumulative point or
-/// the NAK of its first hole (SPEC §17.7). The engine also runs SR per
-/// hop in Mode III (§17.11) and per edge in Mode I (§17.12), and `epic
-/// sim` measures both, but this switch does not report them yet: on the
-/// lab's clean in-process links both storm under SR (Mode III AllReduce
-/// at 16 MiB: 12,268 retransmissions and 13,438 drops in 5 iterations,
-/// against 33 and 0 under go-back-N; Mode I: 2,758 and 2,935, against 0
-/// and 0). Their SR timers floor at 50 µs (switch) and 1 ms (ranks), far
-/// below the scheduling stalls of 2 threads running 7 nodes, so every
-/// stall is a timeout that resends; and a Mode I SR edge advertises no
-/// credits ([SR-061]), so RNR NAKs hold its peers. Until the SR timers
-/// take the lab's quiet floors and Mode I's SR edges carry credits, the
-/// manager grants those groups go-back-N. [MGR-015] [SR-030] [SR-031]
-/// [SR-032] [SR-050] [SR-060]
-pub const SR_MODES: [Mode; 1] = [Mode::Translated];
+/// the NAK of its first hole (SPEC §17.7); and Mode III, whose hops run SR
+/// themselves (§17.11), their timers floored by the switch's
+/// configuration where a driver asks ([SR-063]; the lab on clean links,
+/// where a 50 µs floor fired in every scheduling stall). The engine also
+/// runs SR per edge in Mode I (§17.12), but this switch does not report
+/// it yet: a Mode I SR edge advertises no credits ([SR-061]), so on the
+/// lab's clean links RNR NAKs held its peers (Mode I AllReduce 16 MiB:
+/// 2,758 retransmissions and 2,935 drops, against 0 and 0 under
+/// go-back-N with credits). [MGR-015] [SR-030] [SR-031] [SR-032] [SR-050]
+/// [SR-060]
+pub const SR_MODES: [Mode; 2] = [Mode::Translated, Mode::Augmented];
 
 /// What an engine configured as `e` can do: every mode, type, op and
 /// collective, its arena, context and edge limits, and SR in

@@ -205,6 +205,12 @@ pub struct EngineConfig {
     pub tx_queue_frames: usize,
     /// Mode III retransmission timeout of an outgoing endpoint. [M3-040]
     pub retransmit_timeout: Duration,
+    /// The least probe and retransmission timeout of the switch's SR
+    /// estimators (Mode III hops, Mode I edges), whatever the group's
+    /// profile says; zero (the default) keeps the profile's. For a driver
+    /// whose links never lose a frame but whose scheduling stalls far
+    /// exceed a round trip (the in-process lab). [SR-063]
+    pub sr_timer_floor: Duration,
     /// Mode III: answer a rank whose packet was beyond the pipe's range
     /// with a CNP as well as the NAK (rate synchronization). [M3-060]
     pub send_cnp: bool,
@@ -333,6 +339,7 @@ impl EngineConfig {
             max_group_size: 64,
             tx_queue_frames: 512,
             retransmit_timeout: Duration::from_micros(100),
+            sr_timer_floor: Duration::ZERO,
             send_cnp: false,
             pitfall: None,
         }
