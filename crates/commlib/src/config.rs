@@ -334,14 +334,13 @@ impl CommConfig {
         rtt.granularity = rtt.granularity.max(TIMER_TICK);
         rtt.min_pto = rtt.min_pto.max(TIMER_TICK).min(rtt.max_rto);
         rtt.min_rto = rtt.min_rto.max(TIMER_TICK).min(rtt.max_rto);
+        let t = Transport::Sr(c);
         if mode == Some(Mode::Translated) {
             let fixed = ProtoDuration::from_nanos(4096)
-                .saturating_mul(1u64 << u32::from(self.qp_timeout.min(40)))
-                .min(rtt.max_rto);
-            rtt.min_pto = rtt.min_pto.max(fixed);
-            rtt.min_rto = rtt.min_rto.max(fixed);
+                .saturating_mul(1u64 << u32::from(self.qp_timeout.min(40)));
+            return t.with_timer_floor(fixed);
         }
-        Transport::Sr(c)
+        t
     }
 
     fn qp_attributes(&self, qp: &mut QpConfig) {

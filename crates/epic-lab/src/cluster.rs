@@ -224,24 +224,14 @@ fn comm_config(
         let floor = epic_proto::time::Duration::from_nanos(
             u64::try_from(floor.as_nanos()).unwrap_or(u64::MAX),
         );
-        floor_sr(&mut c.transport, floor);
+        c.transport = c.transport.with_timer_floor(floor);
         if let Some(inc) = c.inc.as_mut() {
-            floor_sr(&mut inc.transport, floor);
+            inc.transport = inc.transport.with_timer_floor(floor);
         }
     }
     c.mtu = mtu_of(cfg.mtu);
     c.call_timeout = std::time::Duration::from_millis(cfg.call_timeout_ms);
     c
-}
-
-/// `t`'s SR probe and retransmission floors raised to `floor` (within
-/// the estimator's cap); go-back-N unchanged. [LAB-018]
-fn floor_sr(t: &mut Transport, floor: epic_proto::time::Duration) {
-    if let Transport::Sr(sr) = t {
-        let floor = floor.min(sr.rtt.max_rto);
-        sr.rtt.min_rto = sr.rtt.min_rto.max(floor);
-        sr.rtt.min_pto = sr.rtt.min_pto.max(floor);
-    }
 }
 
 /// The host fallback's profile: its QPs run host to host, the switches

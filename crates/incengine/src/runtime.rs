@@ -198,7 +198,10 @@ pub(crate) fn install(
         None => engine.install(spec.config.clone()),
     }
     .map_err(|source| SwitchError::Install { group, source })?;
-    let transport = floored(spec.transport, engine.config().sr_timer_floor);
+    // The switch's floor for its SR timers, if configured. [SR-063]
+    let transport = spec
+        .transport
+        .with_timer_floor(engine.config().sr_timer_floor);
     if let Some(c) = engine.context_mut(group) {
         c.set_start_psn(spec.start_psn);
         c.set_transport(transport);
@@ -206,24 +209,8 @@ pub(crate) fn install(
     Ok(fp)
 }
 
-/// `t` with its SR probe and retransmission timeouts at least `floor`
-/// (within the estimator's cap); go-back-N, and a zero floor, unchanged.
-/// [SR-063]
-fn floored(t: epic_proto::roce::Transport, floor: Duration) -> epic_proto::roce::Transport {
-    match t {
-        epic_proto::roce::Transport::Sr(mut sr) if floor > Duration::ZERO => {
-            let floor = floor.min(sr.rtt.max_rto);
-            sr.rtt.min_rto = sr.rtt.min_rto.max(floor);
-            sr.rtt.min_pto = sr.rtt.min_pto.max(floor);
-            epic_proto::roce::Transport::Sr(sr)
-        }
-        t => t,
-    }
-}
-
 #[cfg(test)]
 mod floor_tests {
-    use super::floored;
     use epic_proto::roce::{SrConfig, Transport};
     use epic_proto::time::Duration;
 
@@ -232,18 +219,18 @@ mod floor_tests {
     #[test]
     fn sr_timers_take_the_switch_floor() {
         let ms = Duration::from_millis(4);
-        let Transport::Sr(sr) = floored(Transport::Sr(SrConfig::DEFAULT), ms) else {
+        let Transport::Sr(sr) = Transport::Sr(SrConfig::DEFAULT).with_timer_floor(ms) else {
             panic!("not SR");
         };
         assert_eq!((sr.rtt.min_rto, sr.rtt.min_pto), (ms, ms));
         let huge = Duration::from_secs(10);
-        let Transport::Sr(sr) = floored(Transport::Sr(SrConfig::DEFAULT), huge) else {
+        let Transport::Sr(sr) = Transport::Sr(SrConfig::DEFAULT).with_timer_floor(huge) else {
             panic!("not SR");
         };
         assert_eq!(sr.rtt.min_rto, SrConfig::DEFAULT.rtt.max_rto);
-        assert_eq!(floored(Transport::Gbn, ms), Transport::Gbn);
+        assert_eq!(Transport::Gbn.with_timer_floor(ms), Transport::Gbn);
         assert_eq!(
-            floored(Transport::Sr(SrConfig::DEFAULT), Duration::ZERO),
+            Transport::Sr(SrConfig::DEFAULT).with_timer_floor(Duration::ZERO),
             Transport::Sr(SrConfig::DEFAULT)
         );
     }

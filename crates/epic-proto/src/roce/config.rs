@@ -154,6 +154,23 @@ impl Transport {
             Transport::Sr(c) => Some(c),
         }
     }
+
+    /// The profile with its SR probe and retransmission floors raised to
+    /// at least `floor` (within the estimator's cap): for a driver whose
+    /// timers must outlast stalls or queues a round trip does not show
+    /// ([SR-063], [COMM-043]). Go-back-N is returned unchanged.
+    #[must_use]
+    pub fn with_timer_floor(self, floor: Duration) -> Transport {
+        match self {
+            Transport::Gbn => Transport::Gbn,
+            Transport::Sr(mut c) => {
+                let floor = floor.min(c.rtt.max_rto);
+                c.rtt.min_rto = c.rtt.min_rto.max(floor);
+                c.rtt.min_pto = c.rtt.min_pto.max(floor);
+                Transport::Sr(c)
+            }
+        }
+    }
 }
 
 /// The parameters of the SR profile. [SR-010]

@@ -179,20 +179,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
         sr.rec.tx_seq += 1;
         let seq = sr.rec.tx_seq;
         if let Some(r) = sr.record_mut(pkt.psn) {
-            *r = if pkt.retransmit {
-                Sent {
-                    seq,
-                    at: now,
-                    resent: true,
-                    ..*r
-                }
-            } else {
-                Sent {
-                    seq,
-                    at: now,
-                    ..Sent::EMPTY
-                }
-            };
+            *r = r.sent(seq, now, pkt.retransmit);
         }
         if timers.get(Timer::Retransmit).is_none() {
             timers.set(Timer::Retransmit, sr.rtt.rto_deadline(now));

@@ -39,6 +39,26 @@ impl Sent {
         sacked: false,
         lost: false,
     };
+
+    /// The record of a transmission numbered `seq` at `at`: a resend keeps
+    /// what was learnt of the PSN (SACKed, lost) and is marked resent; a
+    /// first send starts afresh.
+    pub(crate) fn sent(&self, seq: u64, at: Instant, resend: bool) -> Sent {
+        if resend {
+            Sent {
+                seq,
+                at,
+                resent: true,
+                ..*self
+            }
+        } else {
+            Sent {
+                seq,
+                at,
+                ..Sent::EMPTY
+            }
+        }
+    }
 }
 
 /// The later transmission of `a` and `b`.

@@ -161,20 +161,7 @@ impl SrHop {
             self.clear_lost(psn);
         }
         if let Some(r) = self.record_mut(psn) {
-            *r = if retransmit && r.seq != 0 {
-                Sent {
-                    seq,
-                    at: now,
-                    resent: true,
-                    ..*r
-                }
-            } else {
-                Sent {
-                    seq,
-                    at: now,
-                    ..Sent::EMPTY
-                }
-            };
+            *r = r.sent(seq, now, retransmit && r.seq != 0);
         }
     }
 
