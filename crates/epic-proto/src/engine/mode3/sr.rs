@@ -108,6 +108,19 @@ impl SrHop {
         }
     }
 
+    /// The first PSN in flight toward the hop's peer and how many follow it
+    /// through `max_sent` (at most the records kept); `None` when
+    /// `max_sent` lies behind that first PSN. [SR-053] [SR-057]
+    fn in_flight(&self, h: &Hop) -> Option<(Psn, u32)> {
+        let first = self.first_in_flight(h);
+        let n = h
+            .max_sent
+            .next()
+            .distance_from(first)
+            .min(self.rec.capacity());
+        (n < Psn::HALF).then_some((first, n))
+    }
+
     fn record(&self, psn: Psn) -> Option<&Sent> {
         self.rec.record(psn)
     }
@@ -230,15 +243,9 @@ impl SrHop {
     /// Returns whether the bitmap told anything new, and how many PSNs it
     /// marked. [SR-053]
     pub(crate) fn on_sack(&mut self, h: &Hop, sack: &SackRepr, now: Instant) -> (bool, u32) {
-        let first = self.first_in_flight(h);
-        let in_flight = h
-            .max_sent
-            .next()
-            .distance_from(first)
-            .min(self.rec.capacity());
-        if in_flight >= Psn::HALF {
+        let Some((first, in_flight)) = self.in_flight(h) else {
             return (false, 0);
-        }
+        };
         let mut newest = None;
         let mut news = false;
         for i in 0..in_flight {
@@ -277,15 +284,9 @@ impl SrHop {
     /// cumulative point, so no PSN in flight is recorded as received any
     /// more (a peer may drop what it kept, [SR-013]). [SR-053]
     pub(crate) fn unsack_in_flight(&mut self, h: &Hop) {
-        let first = self.first_in_flight(h);
-        let in_flight = h
-            .max_sent
-            .next()
-            .distance_from(first)
-            .min(self.rec.capacity());
-        if in_flight >= Psn::HALF {
+        let Some((first, in_flight)) = self.in_flight(h) else {
             return;
-        }
+        };
         for i in 0..in_flight {
             if let Some(r) = self.record_mut(first.add(i)) {
                 r.sacked = false;
@@ -299,15 +300,9 @@ impl SrHop {
     pub(crate) fn on_timeout(&mut self, h: &Hop) -> u32 {
         self.rtt.on_timeout();
         self.probe_at = None;
-        let first = self.first_in_flight(h);
-        let in_flight = h
-            .max_sent
-            .next()
-            .distance_from(first)
-            .min(self.rec.capacity());
-        if in_flight >= Psn::HALF {
+        let Some((first, in_flight)) = self.in_flight(h) else {
             return 0;
-        }
+        };
         let mut marked = u32::from(self.force_lost(first));
         for i in 1..in_flight {
             marked += u32::from(self.set_lost(first.add(i)));
@@ -320,15 +315,9 @@ impl SrHop {
     /// [SR-055]
     pub(crate) fn on_probe(&mut self, h: &Hop) -> bool {
         self.probe_at = None;
-        let first = self.first_in_flight(h);
-        let in_flight = h
-            .max_sent
-            .next()
-            .distance_from(first)
-            .min(self.rec.capacity());
-        if in_flight >= Psn::HALF {
+        let Some((first, in_flight)) = self.in_flight(h) else {
             return false;
-        }
+        };
         let newest = (0..in_flight)
             .rev()
             .map(|i| first.add(i))
