@@ -128,6 +128,9 @@ fn by_id(id: &str) -> Option<&'static str> {
         "M3-026" | "M3-027" | "M3-028" | "M3-029" => {
             "credit between switches: the cases' switch peers grant it, but no v1 check isolates it yet; covered by epic-proto's credit tests and the lab's clean-link rows"
         }
+        "M3-011" => {
+            "an engine-internal property (walking a pipe twice moves it once) over invocation tables that cover the PSN circle more than once, which no peer builds in a v1 case; covered by epic-proto's pipe_walk tests, the debug check of every Mode III ACK and the inc_engine fuzz target"
+        }
         "M3-041" | "M3-050" | "M3-060" | "M3-025" | "M3-030" => {
             "not isolated by a v1 case (RNR, root hand-off retries, CNPs, stale ACKs); covered by netsim's inc_scenarios tests"
         }

@@ -774,3 +774,7 @@ fn dest_qpn(frame: &[u8], ip: Ipv4Addr) -> Option<Qpn> {
     }
     Some(BthPacket::new_checked(udp.payload()).ok()?.dest_qp())
 }
+
+#[cfg(test)]
+#[path = "inc_engine_test_hooks.rs"]
+mod test_hooks;

@@ -317,6 +317,15 @@ impl InvocationTable {
         self.slots.get_mut(slot).and_then(Option::as_mut)
     }
 
+    /// Test-only: `inv` into `slot`, the newest. Checks nothing.
+    #[cfg(test)]
+    pub(crate) fn put(&mut self, slot: usize, inv: Invocation) {
+        if let Some(s) = self.slots.get_mut(slot) {
+            *s = Some(inv);
+            self.newest = slot;
+        }
+    }
+
     /// The slot of the invocation whose range holds `psn`.
     pub(crate) fn find(&self, psn: Psn) -> Option<usize> {
         self.slots

@@ -381,11 +381,19 @@ impl Augmented {
     /// skipping ranges the pipe does not carry, and recycles what it
     /// passes (Algorithm 2, lines 24–28). [M3-010] [M3-032]
     pub(crate) fn advance_pipe(&mut self, s: &mut Shared, io: &mut Io<'_>, id: PipeId) {
-        let mut advanced = false;
+        let start = self.pipe(id).psn_start;
+        // Where the walk last passed a PSN the pipe carries (or began).
+        let mut earned = start;
         // Skips over ranges the pipe does not carry: live invocations can
         // cover the whole PSN space (two of 2^23 PSNs), so a pipe that
-        // carries none of them would go round for ever; each is skipped
-        // at most once per call.
+        // carries none of them would go round for ever. More skips than
+        // there are invocations go round the circle: the walk then goes
+        // back to where it last passed something it carries, so that a
+        // second walk stops there too and every walk is a fixpoint. (It
+        // stopped after the last skip, a different PSN on every call: an
+        // ACK that crossed nothing moved the pipe, and the debug check of
+        // `advance_after_ack` fired under the inc_engine fuzz target.)
+        // [M3-010] [M3-011]
         let mut skips = 0;
         loop {
             let q = self.pipe(id).psn_start;
@@ -398,10 +406,10 @@ impl Augmented {
             if s.shape.fanin(pattern, id) == 0 {
                 skips += 1;
                 if skips > INVOCATION_SLOTS {
+                    self.pipe_mut(id).psn_start = earned;
                     break;
                 }
                 self.pipe_mut(id).psn_start = end;
-                advanced = true;
                 continue;
             }
             let outs = s.shape.outs(pattern, id);
@@ -442,9 +450,9 @@ impl Augmented {
                 }
             }
             pipe.psn_start = q.add(through);
-            advanced = true;
+            earned = pipe.psn_start;
         }
-        if !advanced {
+        if self.pipe(id).psn_start == start && earned == start {
             return;
         }
         self.window_updates(s, io, id);

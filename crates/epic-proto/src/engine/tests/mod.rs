@@ -11,6 +11,7 @@ mod m3_sr_tests;
 #[cfg(feature = "mutants")]
 mod mutant_tests;
 mod outcome_tests;
+mod pipe_walk_tests;
 mod sack_tests;
 mod source_tests;
 mod test_rig;
