@@ -68,6 +68,7 @@ fn config() -> CommConfig {
         reproducible: false,
         shared: false,
         transport: epic_proto::roce::Transport::Gbn,
+        cc: None,
     };
     CommConfig::new(0, HOST_MAC, HOST_IP, SWITCH_MAC, vec![HOST_IP, PEER_IP]).with_inc(inc)
 }

@@ -56,6 +56,10 @@ pub struct IncSetup {
     /// the manager granted it: SR only where every switch of the tree runs
     /// it in the group's mode. [COMM-042] [MGR-045]
     pub transport: Transport,
+    /// DCQCN on the QP toward the switch (every lane), as the manager
+    /// granted it; `None` (the default, an older manager): none.
+    /// [CC-110] [CC-137]
+    pub cc: Option<epic_proto::roce::CcConfig>,
 }
 
 /// Tuning of the host fallback. [COMM-031]
@@ -267,6 +271,7 @@ impl CommConfig {
         let mut qp = QpConfig::new(inc.qpn, inc.switch_qpn, path);
         self.qp_attributes(&mut qp);
         qp.transport = self.sr_timers(inc.transport, Some(inc.mode));
+        qp.cc = inc.cc;
         qp.sq_psn = inc.start_psn;
         qp.rq_psn = inc.start_psn;
         let depth = u16::try_from(inc.window.saturating_add(4)).unwrap_or(u16::MAX);
@@ -456,6 +461,7 @@ mod tests {
             reproducible: false,
             shared: false,
             transport: Transport::Gbn,
+            cc: None,
         }
     }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use epic_control::client::{ClientError, Code, ManagerClient, Verdict};
 use epic_control::convert::{mode_of, profile_of, BadField};
 use epic_control::pb;
-use epic_control::request::{GroupRequest, TransportProfile};
+use epic_control::request::{cc_config, GroupRequest, TransportProfile};
 use epic_proto::roce::Transport;
 use epic_proto::wire::{GroupId, Qpn};
 use epic_proto::Psn;
@@ -134,6 +134,8 @@ pub fn setup(g: &pb::Granted, req: &GroupRequest, rank: usize) -> Result<IncSetu
         reproducible: req.reproducible,
         shared: g.shared,
         transport: qp_transport(profile_of("transport", g.transport).map_err(|e| bad(e.into()))?),
+        // DCQCN as granted; absent (an older manager): none. [CC-137]
+        cc: cc_config(g.cc_line_rate_bps),
     })
 }
 
@@ -183,5 +185,28 @@ mod tests {
             })
         ));
         assert_eq!(qp_transport(TransportProfile::Gbn), Transport::Gbn);
+        // [CC-137] No cc in a grant without it; the granted line rate's
+        // defaults on the QP toward the switch with it.
+        g.transport = 0;
+        let cfg = || {
+            crate::CommConfig::new(
+                1,
+                epic_proto::wire::EthernetAddress([2, 0, 0, 0, 0, 2]),
+                std::net::Ipv4Addr::new(10, 0, 0, 2),
+                epic_proto::wire::EthernetAddress([2, 0, 0, 0, 0, 9]),
+                vec![
+                    std::net::Ipv4Addr::new(10, 0, 0, 1),
+                    std::net::Ipv4Addr::new(10, 0, 0, 2),
+                ],
+            )
+        };
+        let s = setup(&g, &req, 1).unwrap();
+        assert_eq!(s.cc, None);
+        assert_eq!(cfg().inc_qp(&s).cc, None);
+        g.cc_line_rate_bps = 25_000_000_000;
+        let s = setup(&g, &req, 1).unwrap();
+        let want = Some(epic_proto::roce::CcConfig::with_line_rate(25_000_000_000));
+        assert_eq!(s.cc, want);
+        assert_eq!(cfg().inc_qp(&s).cc, want);
     }
 }

@@ -130,6 +130,7 @@ pub fn dut_spec(case: &Case) -> Result<(DutSpec, usize), HarnessError> {
             start_psn: cfg.start_psn,
             placement: c.placement(),
             transport: case.transport.profile.qp_transport(),
+            cc: None,
         })
         .collect();
     let spec = DutSpec {

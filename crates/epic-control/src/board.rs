@@ -8,7 +8,7 @@ use std::future::{ready, Future};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use epic_proto::engine::{ContextConfig, EngineConfig, IncEngine, InstallError, Placement};
-use epic_proto::roce::Transport;
+use epic_proto::roce::{CcConfig, Transport};
 use epic_proto::wire::GroupId;
 
 use crate::ledger::{LaneBoard, LaneEngine};
@@ -81,6 +81,7 @@ impl LaneEngine for EngineLanes {
         lane: ContextConfig,
         at: Placement,
         transport: Transport,
+        cc: Option<CcConfig>,
     ) -> impl Future<Output = Result<(), EngineRefusal>> + Send {
         let group = lane.group;
         ready(match &self.refuse {
@@ -92,6 +93,7 @@ impl LaneEngine for EngineLanes {
                         // The group's profile, at install. [SR-036]
                         if let Some(c) = e.context_mut(group) {
                             c.set_transport(transport);
+                            c.set_cc(cc);
                         }
                     })
                     .map_err(EngineRefusal::from)

@@ -43,6 +43,9 @@ pub enum Command {
         /// context is given at install (absent on the wire: go-back-N).
         /// [MGR-046] [SR-036]
         transport: TransportProfile,
+        /// DCQCN for every lane's context at this line rate, bit/s (0,
+        /// absent on the wire: none). [CC-137]
+        cc_line_rate_bps: u64,
     },
     /// Remove a group's contexts (nothing to do if it has none).
     Remove(GroupId),
@@ -91,6 +94,7 @@ impl Command {
                 region: region(&i.region, "install.region")?,
                 shared: i.shared,
                 transport: profile_of("install.transport", i.transport)?,
+                cc_line_rate_bps: i.cc_line_rate_bps,
             },
             C::Remove(r) => Command::Remove(GroupId(r.group)),
             C::Relocate(r) => Command::Relocate {

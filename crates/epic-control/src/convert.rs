@@ -310,6 +310,7 @@ pub fn request_from_pb(r: &pb::InitGroupRequest) -> Result<GroupRequest, BadFiel
         duty_permille: duty,
         preference,
         transport,
+        cc_line_rate_bps: r.cc_line_rate_bps,
     })
 }
 
@@ -342,5 +343,6 @@ pub fn request_to_pb(r: &GroupRequest) -> pb::InitGroupRequest {
             TransportRequest::PreferSr => pb::TransportRequest::PreferSr.into(),
             TransportRequest::RequireSr => pb::TransportRequest::RequireSr.into(),
         },
+        cc_line_rate_bps: r.cc_line_rate_bps,
     }
 }

@@ -20,11 +20,12 @@ use std::future::Future;
 use std::sync::{Mutex, MutexGuard};
 
 use epic_proto::engine::{ContextConfig, Placement};
-use epic_proto::roce::Transport;
+use epic_proto::roce::{CcConfig, Transport};
 use epic_proto::wire::GroupId;
 
 use crate::agent::Switchboard;
 use crate::command::{placement, Command, Region};
+use crate::request::cc_config;
 
 /// The operations a switch's engine offers its agent, one lane (local
 /// context) at a time.
@@ -33,12 +34,14 @@ pub trait LaneEngine: Send + Sync + 'static {
     type Error: std::error::Error + Send + Sync + 'static;
 
     /// Installs one lane at `at` in the arena, its context given the
-    /// group's transport profile. [MGR-046] [SR-036]
+    /// group's transport profile and congestion control. [MGR-046]
+    /// [SR-036] [CC-137]
     fn install(
         &self,
         lane: ContextConfig,
         at: Placement,
         transport: Transport,
+        cc: Option<CcConfig>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Removes the lane of group id `lane`.
@@ -133,6 +136,7 @@ impl LaneLedger {
                 region,
                 shared,
                 transport,
+                cc_line_rate_bps,
             } => {
                 if self.lock().contains_key(&group) {
                     return Ok(());
@@ -141,7 +145,10 @@ impl LaneLedger {
                 let mut lanes = Vec::with_capacity(contexts.len());
                 for c in contexts {
                     let lane = c.group;
-                    if let Err(source) = engine.install(c, at, transport.qp()).await {
+                    if let Err(source) = engine
+                        .install(c, at, transport.qp(), cc_config(cc_line_rate_bps))
+                        .await
+                    {
                         rollback(engine, lanes).await;
                         return Err(LaneError::Install { lane, source });
                     }

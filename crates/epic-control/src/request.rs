@@ -138,6 +138,17 @@ pub struct GroupRequest {
     /// is go-back-N. [MGR-044]
     #[serde(default)]
     pub transport: TransportRequest,
+    /// DCQCN asked for at this line rate, bit/s ([`cc_config`]); 0, and
+    /// absent from a stored request: none. [CC-137]
+    #[serde(default)]
+    pub cc_line_rate_bps: u64,
+}
+
+/// The congestion control of a group granted DCQCN at `line_rate_bps`:
+/// the RC QP's defaults at that rate (SPEC §17.9), or none for 0.
+/// [CC-137]
+pub fn cc_config(line_rate_bps: u64) -> Option<epic_proto::roce::CcConfig> {
+    (line_rate_bps > 0).then(|| epic_proto::roce::CcConfig::with_line_rate(line_rate_bps))
 }
 
 impl GroupRequest {
@@ -158,6 +169,7 @@ impl GroupRequest {
             duty_permille: 1000,
             preference: Preference::Latency,
             transport: TransportRequest::PreferSr,
+            cc_line_rate_bps: 0,
         }
     }
 

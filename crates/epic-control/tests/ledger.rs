@@ -21,7 +21,7 @@ use epic_control::{Command, Region};
 use epic_proto::engine::{
     ContextConfig, EndpointConfig, EngineConfig, Mode, Peer, Placement, PsnAlignment,
 };
-use epic_proto::roce::Transport;
+use epic_proto::roce::{CcConfig, Transport};
 use epic_proto::wire::{EthernetAddress, GroupId, Qpn};
 
 /// What the scripted engine was asked, in order.
@@ -43,6 +43,8 @@ struct Script {
     calls: Mutex<Vec<Call>>,
     /// The profile each installed lane was given.
     transports: Mutex<Vec<Transport>>,
+    /// The congestion control each installed lane was given.
+    ccs: Mutex<Vec<Option<CcConfig>>>,
 }
 
 impl Script {
@@ -59,8 +61,10 @@ impl LaneEngine for Script {
         lane: ContextConfig,
         at: Placement,
         transport: Transport,
+        cc: Option<CcConfig>,
     ) -> Result<(), Refused> {
         self.transports.lock().unwrap().push(transport);
+        self.ccs.lock().unwrap().push(cc);
         self.calls
             .lock()
             .unwrap()
@@ -131,6 +135,7 @@ fn install(group: u32, contexts: Vec<ContextConfig>, region: Region) -> Command 
         region,
         shared: false,
         transport: TransportProfile::Gbn,
+        cc_line_rate_bps: 0,
     }
 }
 
@@ -317,6 +322,7 @@ async fn every_lane_is_given_the_groups_transport() {
             region: Some(BLOCK.into()),
             shared: false,
             transport,
+            cc_line_rate_bps: 0,
         })
     };
     let Command::Install { transport, .. } = Command::from_pb(&pb_install(0)).unwrap() else {
@@ -345,5 +351,62 @@ async fn every_lane_is_given_the_groups_transport() {
         let bytes =
             board.with_engine(|e| e.context(GroupId(40)).map(|c| c.transport_bytes()).unwrap());
         assert_eq!(bytes > 0, sacks, "{t:?}: {bytes}");
+    }
+}
+
+/// [CC-137] Every lane of an install is given the group's congestion
+/// control: the RC QP's defaults at the granted line rate, none for 0 (a
+/// manager that predates the field sends none); the in-process engine's
+/// Mode III contexts then hold their hops' DCQCN state, a Mode II one
+/// ignores it.
+#[tokio::test]
+async fn every_lane_is_given_the_groups_cc() {
+    let board = LaneBoard::over(Script::default());
+    let mut c = install(10, per_pattern(10, 2), BLOCK);
+    if let Command::Install {
+        cc_line_rate_bps, ..
+    } = &mut c
+    {
+        *cc_line_rate_bps = 25_000_000_000;
+    }
+    board.apply(c).await.unwrap();
+    board
+        .apply(install(20, per_pattern(20, 2), BLOCK))
+        .await
+        .unwrap();
+    let seen = board.engine().ccs.lock().unwrap().clone();
+    let want = Some(CcConfig::with_line_rate(25_000_000_000));
+    assert_eq!(seen.len(), 10, "2 × (2K + 1) lanes");
+    assert!(seen[..5].iter().all(|c| *c == want), "{seen:?}");
+    assert!(seen[5..].iter().all(Option::is_none), "{seen:?}");
+
+    for (mode, rate, held) in [
+        (Mode::Augmented, 25_000_000_000, true),
+        (Mode::Augmented, 0, false),
+        (Mode::Translated, 25_000_000_000, false),
+    ] {
+        let mut cfg = EngineConfig::new(
+            EthernetAddress([2, 0, 0, 1, 0, 0]),
+            Ipv4Addr::new(10, 1, 0, 0),
+        );
+        cfg.arena_bytes = 1 << 20;
+        let board = EngineBoard::new(cfg);
+        let block = Region {
+            offset: 0,
+            len: 1 << 18,
+        };
+        let mut l = lane(40, 2, PsnAlignment::Resync);
+        l.mode = mode;
+        let mut c = install(40, vec![l], block);
+        if let Command::Install {
+            cc_line_rate_bps, ..
+        } = &mut c
+        {
+            *cc_line_rate_bps = rate;
+        }
+        board.apply(c).await.unwrap();
+        let bytes =
+            board.with_engine(|e| e.context(GroupId(40)).map(|c| c.transport_bytes()).unwrap());
+        assert_eq!(bytes > 0, held, "{mode:?} at {rate}: {bytes}");
     }
 }

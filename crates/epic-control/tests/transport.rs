@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 use epic_control::caps::{Bits, Capabilities};
 use epic_control::convert::{profile_of, request_from_pb, request_to_pb, Problem};
 use epic_control::pb;
-use epic_control::request::{GroupRequest, Member, TransportProfile, TransportRequest};
+use epic_control::request::{cc_config, GroupRequest, Member, TransportProfile, TransportRequest};
 use epic_proto::engine::Mode;
 use epic_proto::wire::Qpn;
 use prost::Message;
@@ -122,5 +122,28 @@ fn granted_profile_decodes_and_fallback_follows_the_ask() {
     assert_eq!(
         TransportRequest::RequireSr.fallback_profile(),
         TransportProfile::Sr
+    );
+}
+
+/// [CC-137] DCQCN on the control plane's wire: the line rate a request
+/// asks for survives it; a request without the field (an older client,
+/// a stored record) asks for none, and a grant or install without it
+/// carries none; a rate gives the RC QP's defaults at that rate.
+#[test]
+fn cc_request_round_trips_and_defaults_to_none() {
+    assert_eq!(request().cc_line_rate_bps, 0);
+    let mut r = request();
+    r.cc_line_rate_bps = 25_000_000_000;
+    assert_eq!(request_from_pb(&request_to_pb(&r)).unwrap(), r);
+    let mut json = serde_json::to_value(&r).unwrap();
+    json.as_object_mut().unwrap().remove("cc_line_rate_bps");
+    let back: GroupRequest = serde_json::from_value(json).unwrap();
+    assert_eq!(back.cc_line_rate_bps, 0);
+    assert_eq!(pb::Granted::default().cc_line_rate_bps, 0);
+    assert_eq!(pb::InstallGroup::default().cc_line_rate_bps, 0);
+    assert_eq!(cc_config(0), None);
+    assert_eq!(
+        cc_config(25_000_000_000),
+        Some(epic_proto::roce::CcConfig::with_line_rate(25_000_000_000))
     );
 }

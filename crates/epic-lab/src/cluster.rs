@@ -201,6 +201,7 @@ fn comm_config(
             reproducible: true,
             shared: false,
             transport: Transport::Gbn,
+            cc: None,
         }),
         LabMode::Host => None,
     };

@@ -229,6 +229,7 @@ impl Star {
             start_psn: c,
             placement: None,
             transport: epic_proto::roce::Transport::Gbn,
+            cc: None,
         });
         let mut s = Star {
             sw: BenchSwitch::build(spec, D).unwrap(),

@@ -12,7 +12,7 @@ use epic_control::caps::Capabilities;
 use epic_control::ledger::{LaneBoard, LaneEngine};
 use epic_control::pb;
 use epic_proto::engine::{ContextConfig, EngineConfig, Mode, Placement};
-use epic_proto::roce::Transport;
+use epic_proto::roce::{CcConfig, Transport};
 use epic_proto::wire::{EthernetAddress, GroupId};
 use epic_proto::Psn;
 use serde::{Deserialize, Serialize};
@@ -213,12 +213,14 @@ impl LaneEngine for SwitchControl {
         lane: ContextConfig,
         at: Placement,
         transport: Transport,
+        cc: Option<CcConfig>,
     ) -> Result<(), SwitchError> {
         let spec = ContextSpec {
             config: lane,
             start_psn: Psn::ZERO,
             placement: Some(at),
             transport,
+            cc,
         };
         SwitchControl::install(self, spec).await.map(|_| ())
     }

@@ -637,5 +637,6 @@ fn context(i: usize, c: &ContextEntry, ports: u16) -> Result<ContextSpec, Config
         // `switch.toml` names no profile: go-back-N; the manager's installs
         // carry the group's. [MGR-046]
         transport: epic_proto::roce::Transport::Gbn,
+        cc: None,
     })
 }

@@ -205,6 +205,8 @@ pub(crate) fn install(
     if let Some(c) = engine.context_mut(group) {
         c.set_start_psn(spec.start_psn);
         c.set_transport(transport);
+        // The group's DCQCN, if granted. [CC-137]
+        c.set_cc(spec.cc);
     }
     Ok(fp)
 }
@@ -233,5 +235,53 @@ mod floor_tests {
             Transport::Sr(SrConfig::DEFAULT).with_timer_floor(Duration::ZERO),
             Transport::Sr(SrConfig::DEFAULT)
         );
+    }
+
+    /// [CC-137] The install gives the context the group's congestion
+    /// control: a Mode III context then holds its hops' DCQCN state (seen
+    /// in `transport_bytes`), none without it.
+    #[test]
+    fn install_gives_the_context_its_cc() {
+        use epic_proto::engine::{
+            ContextConfig, EndpointConfig, EngineConfig, IncEngine, Mode, Peer, PsnAlignment,
+        };
+        use epic_proto::roce::CcConfig;
+        use epic_proto::wire::{EthernetAddress, GroupId, Qpn};
+        use std::net::Ipv4Addr;
+        for (cc, held) in [(Some(CcConfig::DEFAULT), true), (None, false)] {
+            let mut e = IncEngine::new(EngineConfig::new(
+                EthernetAddress([2, 0, 0, 1, 0, 0]),
+                Ipv4Addr::new(10, 1, 0, 0),
+            ));
+            let config = ContextConfig {
+                group: GroupId(5),
+                mode: Mode::Augmented,
+                ranks: 2,
+                endpoints: (0..2u16)
+                    .map(|r| EndpointConfig {
+                        port: r,
+                        local_qpn: Qpn::try_new(0x1000 + u32::from(r)).unwrap(),
+                        remote_qpn: Qpn::try_new(0x100 + u32::from(r)).unwrap(),
+                        remote_mac: EthernetAddress([2, 0, 0, 0, 0, r as u8]),
+                        remote_ip: Ipv4Addr::new(10, 0, 0, r as u8),
+                        peer: Peer::Rank(r),
+                    })
+                    .collect(),
+                parent: None,
+                route: vec![0, 1],
+                slots: 16,
+                message_packets: 1,
+                max_payload: 1024,
+                reproducible: false,
+                alignment: PsnAlignment::Resync,
+            };
+            let spec = crate::spec::ContextSpec {
+                cc,
+                ..crate::spec::ContextSpec::from(config)
+            };
+            super::install(&mut e, &spec, 2).unwrap();
+            let bytes = e.context(GroupId(5)).unwrap().transport_bytes();
+            assert_eq!(bytes > 0, held, "{cc:?}: {bytes}");
+        }
     }
 }

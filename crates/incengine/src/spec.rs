@@ -61,6 +61,11 @@ pub struct ContextSpec {
     /// at install (go-back-N for a context of `switch.toml`). [MGR-046]
     /// [SR-036]
     pub transport: epic_proto::roce::Transport,
+    /// The group's congestion control, given to the context at install
+    /// (none for a context of `switch.toml`; the manager's installs carry
+    /// the group's): Mode I's edges and Mode III's hops run DCQCN with it.
+    /// [CC-118] [CC-130] [CC-137]
+    pub cc: Option<epic_proto::roce::CcConfig>,
 }
 
 impl From<ContextConfig> for ContextSpec {
@@ -71,6 +76,7 @@ impl From<ContextConfig> for ContextSpec {
             start_psn: Psn::ZERO,
             placement: None,
             transport: epic_proto::roce::Transport::Gbn,
+            cc: None,
         }
     }
 }

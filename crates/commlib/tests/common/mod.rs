@@ -164,6 +164,7 @@ pub fn rank_config(tree: &IncTree, r: usize, backend: Backend) -> CommConfig {
             reproducible: false,
             shared: false,
             transport: epic_proto::roce::Transport::Gbn,
+            cc: None,
         });
     }
     cfg

@@ -94,21 +94,25 @@ impl Context {
     /// Sets the congestion control of the group's RC QPs ([CC-110]; off
     /// by default): a Mode I context builds every edge's endpoint with it,
     /// so that the edge paces its requests by the CNPs it receives and
-    /// answers CE-marked requests with CNPs. Modes II and III have no RC
-    /// endpoints and ignore it. Like [`Context::set_transport`], call it
-    /// at install, never on the packet path. [CC-118]
+    /// answers CE-marked requests with CNPs ([CC-118]); a Mode III context
+    /// runs it on every hop (§17.13, [CC-130]). Mode II forwards the
+    /// ranks' own and ignores it. Like [`Context::set_transport`], call it
+    /// at install, never on the packet path.
     pub fn set_cc(&mut self, cc: Option<crate::roce::CcConfig>) {
-        if let ModeState::Terminated(m) = &mut self.mode {
-            m.set_cc(cc);
+        match &mut self.mode {
+            ModeState::Terminated(m) => m.set_cc(cc),
+            ModeState::Augmented(m) => m.set_cc(cc),
+            ModeState::Translated(_) => {}
         }
     }
 
     /// The bytes of state the transport profile adds beside the arena
-    /// footprint: 0 under go-back-N. [SR-036]
+    /// footprint: 0 under go-back-N. [SR-036] A Mode III context's hops'
+    /// congestion control is counted here too (0 without it). [CC-130]
     pub fn transport_bytes(&self) -> usize {
         match &self.mode {
             ModeState::Translated(m) => m.sack_bytes(),
-            ModeState::Augmented(m) => m.sr_bytes(),
+            ModeState::Augmented(m) => m.sr_bytes() + m.cc_bytes(),
             ModeState::Terminated(m) => m.sr_bytes(),
         }
     }

@@ -171,6 +171,19 @@ pub struct EngineCounters {
     pub locks_denied: u64,
     /// Shared blocks given back (release, or a denied acquire). [TMX-013]
     pub locks_released: u64,
+    /// Mode III with cc: CNPs a hop's reaction point took. [CC-132]
+    pub hop_rx_cnps: u64,
+    /// Mode III with cc: CNPs that lowered a hop's rate. [CC-132]
+    pub hop_rate_cuts: u64,
+    /// Mode III with cc: CE-marked data and control messages a hop
+    /// received. [CC-133]
+    pub hop_ce_marked: u64,
+    /// Mode III with cc: CNPs a hop's notification point sent for them
+    /// (also in `tx_cnps`). [CC-133]
+    pub hop_ce_cnps: u64,
+    /// Mode III with cc: transmission opportunities at which a hop held
+    /// its next data packet for its pacer. [CC-131]
+    pub hop_paced: u64,
     drops: [u64; EngineDropReason::COUNT],
 }
 

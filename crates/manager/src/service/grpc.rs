@@ -160,6 +160,8 @@ pub fn granted(m: &Manager, grant: &Grant) -> pb::Granted {
         // Every block of the temporal policy is shared. [TMX-001]
         shared: grant.policy == crate::Policy::Temporal,
         transport: pb::TransportProfile::from(grant.transport).into(),
+        // DCQCN as asked: every mode runs or ignores it. [CC-137]
+        cc_line_rate_bps: grant.request.cc_line_rate_bps,
     }
 }
 

@@ -564,6 +564,8 @@ fn install_command(grant: &Grant, s: SwitchId) -> Option<pb::agent_command::Comm
         // The switches learn the group's profile with its contexts.
         // [MGR-046]
         transport: pb::TransportProfile::from(grant.transport).into(),
+        // And its congestion control. [CC-137]
+        cc_line_rate_bps: grant.request.cc_line_rate_bps,
     }))
 }
 
@@ -635,6 +637,39 @@ mod tests {
                     panic!("no install for {s}")
                 };
                 assert_eq!(i.transport, want as i32, "{name} on {s}");
+            }
+        }
+    }
+
+    /// [CC-137] Every switch's install and the grant carry the line rate
+    /// the request asked DCQCN at, and none when it asked for none.
+    #[test]
+    fn installs_and_grants_carry_the_requested_cc() {
+        let topo = ClosSpec::fat_tree(4)
+            .build(&Capabilities::full(1 << 20))
+            .unwrap();
+        let mut reg = Registry::new(topo.clone(), Policy::Spatial);
+        for (name, rate) in [("a", 25_000_000_000u64), ("b", 0)] {
+            let members = [0usize, 15]
+                .iter()
+                .map(|h| Member {
+                    ip: topo.hosts()[*h].ip,
+                    qpn: Qpn::try_new(0x100 + *h as u32).unwrap(),
+                })
+                .collect();
+            let mut req = GroupRequest::new(name, members);
+            req.mode = Some(Mode::Augmented);
+            req.cc_line_rate_bps = rate;
+            let InitOutcome::Install(grant, _) = reg.init(&req).unwrap() else {
+                panic!("not granted")
+            };
+            assert_eq!(grant.request.cc_line_rate_bps, rate);
+            for s in grant.tree.switches() {
+                let Some(pb::agent_command::Command::Install(i)) = install_command(&grant, s)
+                else {
+                    panic!("no install for {s}")
+                };
+                assert_eq!(i.cc_line_rate_bps, rate, "{name} on {s}");
             }
         }
     }

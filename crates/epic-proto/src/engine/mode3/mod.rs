@@ -3,10 +3,13 @@
 //! [psnStart, psnStart + N), psnStart = min(lastAcked) + 1 over the pipe's
 //! outputs. [M3-001]
 
+mod cc;
 mod credit;
 mod pipes;
 mod send;
 mod sr;
 mod state;
 
+#[cfg(test)]
+pub(crate) use cc::HopCc;
 pub(crate) use state::Augmented;

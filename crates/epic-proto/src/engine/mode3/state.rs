@@ -4,6 +4,7 @@
 use alloc::vec::Vec;
 use core::mem::size_of;
 
+use super::cc::HopCc;
 use super::sr::SrHop;
 use crate::engine::alignment::Flow;
 use crate::engine::config::{ContextConfig, INVOCATION_SLOTS};
@@ -33,6 +34,9 @@ pub(crate) struct Augmented {
     /// Under the SR profile, one per edge: each hop's send state
     /// ([SR-053]); empty under go-back-N. [SR-050]
     pub(crate) sr: Vec<SrHop>,
+    /// With the group's congestion control, one per edge: each hop's
+    /// DCQCN blocks ([CC-130]); empty without it.
+    pub(crate) cc: Vec<HopCc>,
 }
 
 impl Augmented {
@@ -48,6 +52,7 @@ impl Augmented {
             down: Pipe::new(PipeId::Down, n, u, 0, 0, start),
             hops: (0..s.eps.len()).map(|_| Hop::new(n, n, start)).collect(),
             sr: Vec::new(),
+            cc: Vec::new(),
         }
     }
 
@@ -68,6 +73,10 @@ impl Augmented {
 
 impl ModeMachine for Augmented {
     fn receive(&mut self, s: &mut Shared, io: &mut Io<'_>, ep: EdgeId, f: &RoceFrame<'_>) {
+        // With cc, a CNP is the hop's and a CE mark asks for one. [CC-132]
+        if self.cc_receive(s, io, ep, f) {
+            return;
+        }
         receive_translated(self, s, io, ep, f);
     }
 
@@ -117,8 +126,15 @@ impl ModeMachine for Augmented {
             let e = s.eps.get(ep.index())?;
             return emit_cnp(io, &e.cfg, buf);
         }
+        // With cc, data waits for the hop's pacer. [CC-131]
+        if self.cc_paced(s, io, ep) {
+            return None;
+        }
         let short = io.counters.drops(EngineDropReason::TxBufferTooSmall);
         let sent = self.transmit_data(s, io, ep, buf);
+        if let Some(frame) = sent.and_then(|n| buf.get_mut(..n)) {
+            self.cc_sent(io, ep, frame);
+        }
         if io.counters.drops(EngineDropReason::TxBufferTooSmall) > short {
             // The packet stays in its pipe: come back to it.
             s.list(io, ep);
@@ -129,14 +145,13 @@ impl ModeMachine for Augmented {
     fn next_deadline(&self) -> Option<Instant> {
         let hops = self.hops.iter().filter_map(Hop::deadline).min();
         let probes = self.sr.iter().filter_map(|r| r.probe_at).min();
-        match (hops, probes) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let cc = self.cc_deadline();
+        [hops, probes, cc].into_iter().flatten().min()
     }
 
     fn timeout(&mut self, s: &mut Shared, io: &mut Io<'_>) {
         self.timeouts(s, io);
+        self.cc_timeouts(s, io);
     }
 
     fn set_start_psn(&mut self, start: Psn) {

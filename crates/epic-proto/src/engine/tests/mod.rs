@@ -7,6 +7,7 @@ mod install_tests;
 mod lend_tests;
 mod lock_tests;
 mod m2_sr_tests;
+mod m3_cc_tests;
 mod m3_sr_tests;
 #[cfg(feature = "mutants")]
 mod mutant_tests;
