@@ -186,6 +186,13 @@ pub struct SrConfig {
     /// The requester's round-trip estimator: retransmission and probe
     /// timeouts ([CC-001]…[CC-006]). [SR-016]
     pub rtt: RttConfig,
+    /// At most this many PSNs sent after the newest one the peer is known
+    /// to hold (acknowledged, or reported by a SACK); 0: no such limit
+    /// (the default, byte for byte as before). A sender whose link has a
+    /// deep egress FIFO otherwise fills it, and every resend waits behind
+    /// it. Mode III hops honour it too. [SR-080] [SR-081]
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub beyond_psns: u32,
 }
 
 impl SrConfig {
@@ -194,6 +201,7 @@ impl SrConfig {
     pub const DEFAULT: SrConfig = SrConfig {
         window_psns: 256,
         rtt: RttConfig::DEFAULT,
+        beyond_psns: 0,
     };
 }
 

@@ -236,6 +236,10 @@ impl<B: AsRef<[u8]>> Requester<B> {
         if self.psn.distance_from(self.comp_psn) > cfg.max_unacked_psns {
             return None;
         }
+        // SR: a few new PSNs past the newest the responder holds. [SR-081]
+        if self.beyond_full(self.comp_psn, self.sent_psn) {
+            return None;
+        }
         let wqe_index = self.cursor;
         let w = self.sq.get_mut(wqe_index)?;
         let first_psn = match w.first_psn {

@@ -58,6 +58,11 @@ pub(crate) struct SrSender {
     /// Probes sent since the last progress or timeout: the next probe
     /// waits PTO · 2^this. [SR-023]
     probes_in_spell: u32,
+    /// The newest PSN a SACK reported received, for the limit of
+    /// [`SrConfig::beyond_psns`]. [SR-081]
+    sacked_high: Option<Psn>,
+    /// [`SrConfig::beyond_psns`]; 0: no limit. [SR-081]
+    beyond: u32,
 }
 
 impl SrSender {
@@ -69,6 +74,8 @@ impl SrSender {
             rtt: RttEstimator::try_new(sr.rtt).unwrap_or_default(),
             rec: SentRecords::new(slots),
             probes_in_spell: 0,
+            sacked_high: None,
+            beyond: sr.beyond_psns,
         }
     }
 
@@ -425,6 +432,9 @@ impl<B: AsRef<[u8]>> Requester<B> {
             if !sack.is_received(p) {
                 continue;
             }
+            if sr.sacked_high.is_none_or(|q| p.is_after(q)) {
+                sr.sacked_high = Some(p);
+            }
             sr.clear_lost(p);
             if let Some(r) = sr.record_mut(p) {
                 if !r.sacked && r.seq != 0 {
@@ -453,6 +463,21 @@ impl<B: AsRef<[u8]>> Requester<B> {
         }
         self.rearm_sr(now, progress, timers, counters);
         Verdict::Continue
+    }
+
+    /// Whether a new PSN would be [`SrConfig::beyond_psns`] or more past
+    /// the newest PSN the responder is known to hold: U − 1, or the newest
+    /// PSN a SACK reported (`next`: S, the PSN it would be). [SR-081]
+    pub(super) fn beyond_full(&self, unacked: Psn, next: Psn) -> bool {
+        let Some(sr) = self.sr.as_ref().filter(|s| s.beyond > 0) else {
+            return false;
+        };
+        let mut from = unacked;
+        if let Some(q) = sr.sacked_high.filter(|q| !q.is_before(from)) {
+            from = q.next();
+        }
+        let n = next.distance_from(from);
+        n < Psn::HALF && n >= sr.beyond
     }
 
     /// Whether `psn` lies in [U, S).

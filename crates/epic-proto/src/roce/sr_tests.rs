@@ -693,3 +693,34 @@ fn a_resync_keeps_the_acknowledgement_that_was_due() {
     assert_eq!(acks[0].psn, 9, "of the new cumulative point");
     assert_eq!(acks[0].syndrome, Some(Syndrome::ACK));
 }
+
+/// [SR-081] With `beyond_psns` = 2 the requester sends at most 2 PSNs past
+/// the newest one the responder is known to hold: 0 and 1 of six; a SACK
+/// reporting 1 (0 lost) resends 0 and lets 2 and 3 go; the ACK of 3, 4 and
+/// 5. The default (0) sends all six at once (the other tests).
+#[test]
+fn beyond_psns_limits_new_psns_past_what_the_responder_holds() {
+    let (mut a, b) = sr_configs();
+    a.transport = Transport::Sr(SrConfig {
+        beyond_psns: 2,
+        ..SrConfig::DEFAULT
+    });
+    let mut p = Pair::with(a, b);
+    let msg = send(&mut p, 1, 1500); // PSNs 0..=5 at MTU 256
+    let sent = p.a_to_b();
+    assert_eq!(psns(&sent), [0, 1]);
+    p.deliver_to_b(&sent[1..]);
+    let sack = p.b_to_a();
+    assert_eq!(sack[0].opcode, Opcode::RcSack);
+    p.deliver_to_a(&sack);
+    let sent = p.a_to_b();
+    assert_eq!(psns(&sent), [0, 2, 3], "the hole, then two past 1");
+    p.deliver_to_b(&sent);
+    let acks = p.b_to_a();
+    p.deliver_to_a(&acks);
+    let sent = p.a_to_b();
+    assert_eq!(psns(&sent), [4, 5]);
+    p.deliver_to_b(&sent);
+    p.settle();
+    assert_eq!(received(&mut p.b), [msg]);
+}

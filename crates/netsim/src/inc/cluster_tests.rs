@@ -99,3 +99,28 @@ fn initial_timeout_from_the_path() {
     slow.link.bandwidth_bps = 1_000_000;
     assert_eq!(slow.path_initial_rto(&rtt), rtt.max_rto, "the cap");
 }
+
+/// [SR-082] Mode III under SR runs every QP and switch context with
+/// `beyond_psns` = 32 unless one is given; Modes I and II under SR, and
+/// go-back-N in every mode, run their profile as given.
+#[test]
+fn mode3_sr_limits_psns_past_the_peer() {
+    let beyond = |mode, t| {
+        let mut c = cfg("tree-2-8", mode);
+        c.transport = t;
+        match c.run_transport() {
+            Transport::Sr(s) => Some(s.beyond_psns),
+            Transport::Gbn => None,
+        }
+    };
+    assert_eq!(beyond(Mode::Augmented, Transport::SR), Some(32));
+    assert_eq!(MODE3_SR_BEYOND_PSNS, 32);
+    assert_eq!(beyond(Mode::Translated, Transport::SR), Some(0));
+    assert_eq!(beyond(Mode::Terminated, Transport::SR), Some(0));
+    assert_eq!(beyond(Mode::Augmented, Transport::Gbn), None);
+    let given = Transport::Sr(epic_proto::roce::SrConfig {
+        beyond_psns: 7,
+        ..epic_proto::roce::SrConfig::DEFAULT
+    });
+    assert_eq!(beyond(Mode::Augmented, given), Some(7));
+}

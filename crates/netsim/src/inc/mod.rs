@@ -8,6 +8,7 @@ mod tenant;
 pub use cluster::{
     ack_window, ack_window_with, AckLoop, Cluster, ClusterConfig, ClusterError, CollectiveRun,
     ACK_WINDOW_FACTOR, ACK_WINDOW_FACTOR_MODE2_SR, ACK_WINDOW_MAX, CLUSTER_GROUP,
+    MODE3_SR_BEYOND_PSNS,
 };
 pub use nodes::{ExternalSwitch, HostFaults, HostNode, IncNode};
 pub use tenant::{LockTenant, TenantError};

@@ -50,6 +50,9 @@ impl Augmented {
                 Some(_) if h.peer_edge.is_some_and(|e| !q.is_before(e)) => return None,
                 // Never past what an SR hop keeps records of. [SR-053]
                 Some(_) if self.sr_full(ep, q) => return None,
+                // Never more than a few new PSNs beyond the newest the
+                // peer is known to hold. [SR-080]
+                Some(_) if self.sr_beyond_full(ep) => return None,
                 Some(p) => return self.pipe(p).holds_complete(q).then_some((q, p, slot)),
             }
         }

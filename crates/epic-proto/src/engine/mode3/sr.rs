@@ -59,6 +59,14 @@ pub(crate) struct SrHop {
     base: Psn,
     /// The tail-loss probe timer. [SR-055]
     pub(crate) probe_at: Option<Instant>,
+    /// The newest PSN a SACK reported received since the hop was last
+    /// idle: with `lastAcked`, the delivery frontier the new PSNs in
+    /// flight beyond it are counted from. [SR-080]
+    sacked_high: Option<Psn>,
+    /// The group's [`SrConfig::beyond_psns`](crate::roce::SrConfig): at
+    /// most this many new PSNs in flight after the delivery frontier; 0:
+    /// no limit. [SR-080]
+    beyond: u32,
 }
 
 impl SrHop {
@@ -68,13 +76,15 @@ impl SrHop {
     /// each of 2·N PSNs from the first one in flight (what a hop has in
     /// flight stays within one pipe's range of N; the second N covers a
     /// stream that moves from one pipe to the other).
-    pub(crate) fn new(slots: u32, rtt: RttConfig) -> SrHop {
+    pub(crate) fn new(slots: u32, rtt: RttConfig, beyond: u32) -> SrHop {
         let n = slots.max(1).saturating_mul(2).next_power_of_two();
         SrHop {
             rtt: RttEstimator::try_new(rtt).unwrap_or_default(),
             rec: SentRecords::new(n),
             base: Psn::ZERO,
             probe_at: None,
+            sacked_high: None,
+            beyond,
         }
     }
 
@@ -94,6 +104,7 @@ impl SrHop {
         self.base = start;
         self.rec.forget_all();
         self.probe_at = None;
+        self.sacked_high = None;
     }
 
     /// The oldest PSN hop `h` may have in flight: `lastAcked + 1`, or the
@@ -167,6 +178,7 @@ impl SrHop {
     pub(crate) fn on_sent(&mut self, psn: Psn, now: Instant, retransmit: bool, idle: bool) {
         if idle && !retransmit {
             self.base = psn;
+            self.sacked_high = None;
         }
         self.rec.tx_seq += 1;
         let seq = self.rec.tx_seq;
@@ -253,6 +265,9 @@ impl SrHop {
             if !sack.is_received(p) {
                 continue;
             }
+            if self.sacked_high.is_none_or(|q| p.is_after(q)) {
+                self.sacked_high = Some(p);
+            }
             self.clear_lost(p);
             if let Some(r) = self.record_mut(p) {
                 if !r.sacked && r.seq != 0 {
@@ -284,6 +299,7 @@ impl SrHop {
     /// cumulative point, so no PSN in flight is recorded as received any
     /// more (a peer may drop what it kept, [SR-013]). [SR-053]
     pub(crate) fn unsack_in_flight(&mut self, h: &Hop) {
+        self.sacked_high = None;
         let Some((first, in_flight)) = self.in_flight(h) else {
             return;
         };
@@ -341,7 +357,7 @@ impl Augmented {
             Transport::Sr(c) => {
                 let slots = self.up.n.max(self.down.n);
                 (0..self.hops.len())
-                    .map(|_| SrHop::new(slots, c.rtt))
+                    .map(|_| SrHop::new(slots, c.rtt, c.beyond_psns))
                     .collect()
             }
         };
@@ -487,6 +503,26 @@ impl Augmented {
             let p = s.shape.outbound(s.invs.get(slot)?.pattern(q), ep)?;
             self.pipe(p).holds_complete(q).then_some((q, p, slot))
         })
+    }
+
+    /// Under SR, whether hop `ep` has `beyond_psns` new PSNs or more
+    /// in flight beyond the newest one its peer is known to hold (its
+    /// `lastAcked`, or the newest PSN a SACK reported): those wait in the
+    /// link's egress queue or on the wire, and a resend would queue behind
+    /// them. [SR-080]
+    pub(crate) fn sr_beyond_full(&self, ep: EdgeId) -> bool {
+        let (Some(sr), Some(h)) = (self.sr.get(ep.index()), self.hops.get(ep.index())) else {
+            return false;
+        };
+        if sr.beyond == 0 || !h.max_sent.is_after(h.last_acked) {
+            return false;
+        }
+        let mut from = sr.first_in_flight(h);
+        if let Some(q) = sr.sacked_high.filter(|q| !q.is_before(from)) {
+            from = q.next();
+        }
+        let n = h.max_sent.next().distance_from(from);
+        n < Psn::HALF && n >= sr.beyond
     }
 
     /// Under SR, whether new PSN `q` lies beyond what hop `ep` can keep a

@@ -76,10 +76,20 @@ fn set_transport(r: &mut Rig, sr: bool) {
 /// from control PSN 100, its echo acknowledged by every rank; SR or
 /// go-back-N.
 fn started(sr: bool) -> Rig {
+    let t = if sr {
+        Transport::Sr(SrConfig::DEFAULT)
+    } else {
+        Transport::Gbn
+    };
+    started_with(t)
+}
+
+/// [`started`] with profile `t`.
+fn started_with(t: Transport) -> Rig {
     let mut r = Rig::new(star(4, Mode::Augmented, 16), None);
     let c = psn(100);
     r.eng.context_mut(GroupId(GROUP)).unwrap().set_start_psn(c);
-    set_transport(&mut r, sr);
+    r.eng.context_mut(GroupId(GROUP)).unwrap().set_transport(t);
     let h = header(1, Collective::AllReduce, 0, c, 8);
     for ep in 0..4 {
         r.control(ep, c, &h);
@@ -445,4 +455,32 @@ fn sr053_an_ack_across_a_skipped_range_keeps_the_records_in_flight() {
     r.deliver(0, &f);
     assert_eq!(data_to(&mut r, 0), [psn(144)]);
     assert_eq!(r.eng.counters().selective_resends, 1);
+}
+
+/// [SR-080] With `beyond_psns` = 3 a hop sends at most 3 new PSNs past
+/// the newest one its peer is known to hold: 101..=103 of 8 results go;
+/// a SACK reporting 103 (101 acknowledged, 102 a hole) moves the frontier
+/// to 103, so 104..=106 follow with the resend of 102 first; with the
+/// default (0) all 8 go at once.
+#[test]
+fn sr080_a_hop_sends_a_few_psns_past_what_its_peer_holds() {
+    let mut r = started_with(Transport::Sr(SrConfig {
+        beyond_psns: 3,
+        ..SrConfig::DEFAULT
+    }));
+    all_send(&mut r, 108);
+    assert_eq!(data_to(&mut r, 1), [psn(101), psn(102), psn(103)]);
+    let f = sack_frame(&r, 1, psn(101), &[0x4000_0000], 0);
+    r.deliver(1, &f);
+    assert_eq!(
+        data_to(&mut r, 1),
+        [psn(102), psn(104), psn(105), psn(106)],
+        "the hole first, then three past 103"
+    );
+    r.ack(1, psn(106));
+    assert_eq!(data_to(&mut r, 1), [psn(107), psn(108)]);
+    // The default: no such limit.
+    let mut d = started(true);
+    all_send(&mut d, 108);
+    assert_eq!(data_to(&mut d, 1).len(), 8);
 }
