@@ -58,7 +58,8 @@ pub enum LabTransport {
     Sr,
     /// SR where granted (the default): the INC modes prefer it, so the
     /// manager grants it where every switch of the tree runs it in the
-    /// mode (Mode II today) and go-back-N elsewhere; the host fallback
+    /// mode (Modes I, II and III on the software switch) and go-back-N
+    /// elsewhere; the host fallback
     /// runs SR, its switches only routing.
     #[default]
     Auto,

@@ -328,12 +328,11 @@ mod tests {
         }
     }
 
-    /// [LAB-013] [COMM-042] [MGR-045] `auto` runs SR where the manager
-    /// grants it (Modes II and III: the software switch does not report
-    /// Mode I's SR yet, [MGR-015]) and on the host fallback, go-back-N
-    /// toward the Mode I switches; `gbn` runs go-back-N everywhere; `sr`
-    /// stops at a mode whose switches cannot have it, with the manager's
-    /// reason. An AllReduce over lossy links is right under each.
+    /// [LAB-013] [COMM-042] [MGR-045] [SR-090] `auto` runs SR where the
+    /// manager grants it (Modes I, II and III on the software switch,
+    /// [MGR-015]) and on the host fallback; `gbn` runs go-back-N
+    /// everywhere; `sr` requires it. An AllReduce over lossy links is
+    /// right under each.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_cluster_runs_the_granted_transport() {
         use crate::config::LabTransport;
@@ -356,7 +355,7 @@ mod tests {
             (
                 LabTransport::Auto,
                 LabMode::Inc(Mode::Terminated),
-                Some(TransportProfile::Gbn),
+                Some(TransportProfile::Sr),
             ),
             (
                 LabTransport::Auto,
@@ -383,7 +382,11 @@ mod tests {
                 LabMode::Inc(Mode::Augmented),
                 Some(TransportProfile::Sr),
             ),
-            (LabTransport::Sr, LabMode::Inc(Mode::Terminated), None),
+            (
+                LabTransport::Sr,
+                LabMode::Inc(Mode::Terminated),
+                Some(TransportProfile::Sr),
+            ),
         ];
         for (transport, mode, want) in cases {
             let cfg = LabConfig {

@@ -50,14 +50,14 @@ fn assert_all_correct(rows: &[Row], cfg: &LabConfig) {
     }
 }
 
-/// [LAB-013] [MGR-045] The profile each row ran: under `auto` SR in
-/// Modes II and III and on the host fallback, go-back-N toward Mode I
-/// (the software switch does not report its SR yet, [MGR-015]); under
-/// `gbn` go-back-N everywhere.
+/// [LAB-013] [MGR-045] [SR-090] The profile each row ran: under `auto` SR
+/// in every INC mode (the software switch reports Mode I's SR since its
+/// edges carry credits under SR, [MGR-015]) and on the host fallback;
+/// under `gbn` go-back-N everywhere.
 fn assert_profiles(rows: &[Row], transport: LabTransport) {
     for r in rows {
-        let want = match (transport, r.mode.as_str()) {
-            (LabTransport::Gbn, _) | (_, "1") => "gbn",
+        let want = match transport {
+            LabTransport::Gbn => "gbn",
             _ => "sr",
         };
         assert_eq!(r.transport, want, "{r:?}");

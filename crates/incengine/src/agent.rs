@@ -140,19 +140,16 @@ impl ManagerSection {
 }
 
 /// The modes in which this switch reports the SR transport profile:
-/// Mode II, which reflects an AllReduce rank's SACK as the SACK of its own
-/// data and takes every other one as the ACK of its cumulative point or
-/// the NAK of its first hole (SPEC §17.7); and Mode III, whose hops run SR
-/// themselves (§17.11), their timers floored by the switch's
+/// Mode I, whose edges run SR per edge (§17.12) with end-to-end credits in
+/// their ACKs and SACKs as under go-back-N ([SR-061], [RC-110]); Mode II,
+/// which reflects an AllReduce rank's SACK as the SACK of its own data and
+/// takes every other one as the ACK of its cumulative point or the NAK of
+/// its first hole (SPEC §17.7); and Mode III, whose hops run SR themselves
+/// (§17.11). The SR timers of Modes I and III are floored by the switch's
 /// configuration where a driver asks ([SR-063]; the lab on clean links,
-/// where a 50 µs floor fired in every scheduling stall). The engine also
-/// runs SR per edge in Mode I (§17.12), but this switch does not report
-/// it yet: a Mode I SR edge advertises no credits ([SR-061]), so on the
-/// lab's clean links RNR NAKs held its peers (Mode I AllReduce 16 MiB:
-/// 2,758 retransmissions and 2,935 drops, against 0 and 0 under
-/// go-back-N with credits). [MGR-015] [SR-030] [SR-031] [SR-032] [SR-050]
-/// [SR-060]
-pub const SR_MODES: [Mode; 2] = [Mode::Translated, Mode::Augmented];
+/// where a 50 µs floor fired in every scheduling stall). [MGR-015]
+/// [SR-030] [SR-031] [SR-032] [SR-050] [SR-060] [SR-090]
+pub const SR_MODES: [Mode; 3] = [Mode::Terminated, Mode::Translated, Mode::Augmented];
 
 /// What an engine configured as `e` can do: every mode, type, op and
 /// collective, its arena, context and edge limits, and SR in

@@ -60,6 +60,8 @@ mod cc_tests;
 #[cfg(test)]
 mod credit_tests;
 #[cfg(test)]
+mod sr_credit_tests;
+#[cfg(test)]
 mod sr_tests;
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,7 @@ use super::credit::CreditAdvert;
 use super::error::{ApiError, PostError, ResyncError};
 use super::requester::{self, Requester};
 use super::responder::{self, RecvWqe, Region, Responder, Response};
+use super::sr_responder::AckState;
 use super::timer::{Timer, Timers};
 use super::work::{Completion, Rkey, SendOp, WcOpcode, WcStatus, WrId};
 use super::Queue;
@@ -270,9 +271,10 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
     }
 
     /// Whether the requester knows of at most half of the messages this
-    /// responder could now take. [RC-105]
+    /// responder could now take; under SR as under go-back-N. [RC-105]
+    /// [RC-112]
     fn update_due(&self) -> bool {
-        if !self.cfg.advertise_credits || self.resp.sr.is_some() {
+        if !self.cfg.advertise_credits {
             return false;
         }
         let started = (self.resp.msn() + u32::from(self.resp.in_message())) & 0x00ff_ffff;
@@ -280,22 +282,28 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
     }
 
     /// The window update noted by `credit_update`, unless an ACK sent
-    /// since told the requester: an ACK of the last executed PSN. [RC-105]
-    fn poll_credit_update(&mut self) -> Option<Response> {
+    /// since told the requester: an ACK of the last executed PSN
+    /// ([RC-105]); under SR the acknowledgement state, a SACK while a gap
+    /// is open ([RC-112]).
+    fn poll_credit_update(&mut self) -> Option<CreditUpdate> {
         if !self.advert.take_pending() || !self.update_due() {
             return None;
         }
         self.counters.tx_credit_updates += 1;
-        Some(Response {
+        if let Some(sr) = self.resp.sr.as_ref() {
+            return Some(CreditUpdate::State(sr.state()));
+        }
+        Some(CreditUpdate::Ack(Response {
             syndrome: Syndrome::ACK,
             psn: self.resp.expected_psn().sub(1),
             msn: self.resp.msn(),
-        })
+        }))
     }
 
-    /// The syndrome of an ACK carrying MSN `msn`: the credits granted when
-    /// advertising, else "unlimited" as rxe. [RC-100] [RC-101]
-    fn ack_syndrome(&mut self, msn: u32) -> Syndrome {
+    /// The syndrome of an ACK carrying MSN `msn` (a go-back-N ACK, or an
+    /// SR ACK or SACK): the credits granted when advertising, else
+    /// "unlimited" as rxe. [RC-100] [RC-101] [RC-110]
+    pub(super) fn ack_syndrome(&mut self, msn: u32) -> Syndrome {
         if self.cfg.advertise_credits {
             let free = self.free_recvs();
             self.advert.ack(msn, free)
@@ -430,7 +438,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
                     &self.cfg,
                     now,
                     &sack,
-                    aeth.syndrome,
+                    aeth,
                     requester::Effects {
                         counters: &mut self.counters,
                         timers: &mut self.timers,
@@ -502,9 +510,13 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         if let Some(ack) = self.resp.sr.as_mut().and_then(|sr| sr.poll_ack()) {
             return Ok(self.emit_ack_state(&ack, buf));
         }
-        if let Some(r) = self.poll_credit_update() {
-            self.counters.tx_acks += 1;
-            return Ok(self.emit_response(&r, buf));
+        match self.poll_credit_update() {
+            Some(CreditUpdate::Ack(r)) => {
+                self.counters.tx_acks += 1;
+                return Ok(self.emit_response(&r, buf));
+            }
+            Some(CreditUpdate::State(ack)) => return Ok(self.emit_ack_state(&ack, buf)),
+            None => {}
         }
         if self.state == QpState::Error {
             return Ok(None);
@@ -698,3 +710,11 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
 
 #[path = "qp_emit.rs"]
 mod emit;
+
+/// A window update to send ([RC-105]): a go-back-N ACK of E − 1, or the SR
+/// responder's acknowledgement state ([RC-112]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CreditUpdate {
+    Ack(Response),
+    State(AckState),
+}

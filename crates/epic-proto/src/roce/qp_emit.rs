@@ -8,7 +8,7 @@ use crate::roce::responder::Response;
 use crate::roce::sr_responder::AckState;
 use crate::wire::{
     AethRepr, BthRepr, CnpRepr, Ecn, EtherType, EthernetRepr, ExtHeaders, IpProtocol, Ipv4Repr,
-    Opcode, RoceFrameRepr, Syndrome, UdpRepr, ROCEV2_PORT, SACK_HEADER_LEN, SACK_MAX_WORDS,
+    Opcode, RoceFrameRepr, UdpRepr, ROCEV2_PORT, SACK_HEADER_LEN, SACK_MAX_WORDS,
 };
 
 impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
@@ -111,13 +111,15 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
     }
 
     /// The SR responder's acknowledgement: a SACK while a gap is open,
-    /// else an ACK of the last PSN executed; either carries the MSN now.
-    /// [SR-014] [WIRE-052]
+    /// else an ACK of the last PSN executed; either carries the MSN now
+    /// and, on a QP that advertises, its credit as a go-back-N ACK does.
+    /// [SR-014] [WIRE-052] [RC-110] [RC-111]
     pub(super) fn emit_ack_state(&mut self, ack: &AckState, buf: &mut [u8]) -> Option<usize> {
+        let msn = self.resp.msn();
         let ext = ExtHeaders {
             aeth: Some(AethRepr {
-                syndrome: Syndrome::ACK,
-                msn: self.resp.msn(),
+                syndrome: self.ack_syndrome(msn),
+                msn,
             }),
             ..ExtHeaders::default()
         };

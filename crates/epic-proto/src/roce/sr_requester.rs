@@ -42,7 +42,7 @@ use crate::psn::Psn;
 use crate::sack::sent::{later, Sent, SentRecords};
 use crate::sack::Resend;
 use crate::time::Instant;
-use crate::wire::{SackRepr, Syndrome};
+use crate::wire::{AethRepr, SackRepr, Syndrome};
 
 /// rxe's "7 means retry forever". [RC-041]
 const INFINITE_RETRY: u8 = 7;
@@ -384,7 +384,7 @@ impl<B: AsRef<[u8]>> Requester<B> {
         cfg: &QpConfig,
         now: Instant,
         sack: &SackRepr,
-        syndrome: Syndrome,
+        aeth: AethRepr,
         out: Effects<'_>,
     ) -> Verdict {
         let Effects {
@@ -396,10 +396,12 @@ impl<B: AsRef<[u8]>> Requester<B> {
             counters.drop(DropReason::UnexpectedResponse);
             return Verdict::Continue;
         }
-        if !matches!(syndrome, Syndrome::Ack { .. }) {
+        if !matches!(aeth.syndrome, Syndrome::Ack { .. }) {
             counters.drop(DropReason::UnknownSyndrome);
             return Verdict::Continue;
         }
+        // A SACK carries credit as an ACK does, an old one too. [RC-111]
+        let credited = self.credit.on_aeth(aeth);
         // C may be U − 1 (nothing new cumulatively, news in the bitmap),
         // up to the last PSN sent. [SR-015]
         let unacked = self.comp_psn();
@@ -407,6 +409,15 @@ impl<B: AsRef<[u8]>> Requester<B> {
         let in_flight = self.sent_psn().distance_from(unacked);
         let advance = c.next().distance_from(unacked);
         if advance > in_flight {
+            if credited {
+                // A window update that acknowledges nothing new. [RC-111]
+                // [RC-103]
+                counters.rx_credit_updates += 1;
+                if !self.psns_outstanding() && !self.rnr_wait {
+                    timers.stop(Timer::Retransmit);
+                }
+                return Verdict::Continue;
+            }
             counters.drop(if c.next().is_before(unacked) {
                 DropReason::StaleResponse
             } else {
@@ -460,6 +471,9 @@ impl<B: AsRef<[u8]>> Requester<B> {
         let progress = advance > 0 || news;
         if progress {
             self.reset_retries(cfg);
+        } else if credited {
+            // News of credit only: a window update. [RC-111]
+            counters.rx_credit_updates += 1;
         }
         self.rearm_sr(now, progress, timers, counters);
         Verdict::Continue

@@ -151,11 +151,17 @@ impl SrReceiver {
         if !core::mem::take(&mut self.ack_due) {
             return None;
         }
-        Some(if self.window.has_gap() {
+        Some(self.state())
+    }
+
+    /// The acknowledgement state now: a SACK while a gap is open, else an
+    /// ACK of E − 1. [SR-014] [RC-112]
+    pub(crate) fn state(&self) -> AckState {
+        if self.window.has_gap() {
             AckState::Sack(self.window.sack())
         } else {
             AckState::Ack(self.window.cumulative())
-        })
+        }
     }
 }
 

@@ -259,3 +259,105 @@ fn cc_116_edges_run_dcqcn_when_given() {
         assert_eq!(c.drops(EngineDropReason::Transport), 0);
     }
 }
+
+/// A two-rank star, W = 2 (3 receives per edge), on SR: both controls of
+/// a 12-message AllReduce in, then rank 0 posts all its data while rank 1
+/// has not started; with `lose_first`, rank 0's first data message is
+/// lost on its way to the switch.
+fn sr_rank_0_runs_ahead(lose_first: bool) -> Rig {
+    let mut rig = Rig::with_transport(context(2, false, 2, PsnAlignment::Resync), Transport::SR);
+    for p in 0..2 {
+        rig.control(p, header(1, Collective::AllReduce, 0, 12));
+        rig.peer_sends(p);
+    }
+    rig.rounds(2, &mut |_, _| false);
+    rig.data(0, 12);
+    let mut first = lose_first;
+    for f in rig.sent_by_peer(0) {
+        if is_data(&f) && core::mem::take(&mut first) {
+            continue;
+        }
+        rig.eng.handle_frame(rig.now, 0, &f);
+    }
+    rig
+}
+
+/// Whether `f` is a SACK (or, with `sack` false, an ACK) whose AETH
+/// carries a finite credit (a code below 0x1F).
+fn credited(f: &[u8], sack: bool) -> bool {
+    let f = RoceFrame::parse(f).unwrap();
+    let want = if sack {
+        Opcode::RcSack
+    } else {
+        Opcode::RcAcknowledge
+    };
+    f.bth.opcode == want
+        && matches!(
+            f.ext.aeth.map(|a| a.syndrome),
+            Some(crate::wire::Syndrome::Ack { credit }) if credit < 0x1f
+        )
+}
+
+/// [SR-090] [SR-091] [M1-013] [RC-110] Under SR a Mode I edge still grants
+/// its free receives in its ACKs: a rank far ahead of the other child
+/// waits for credit (one stall) instead of meeting RNR NAKs, each
+/// recycled buffer reaches it as a window update, and the AllReduce runs
+/// with no RNR NAK, no drop and no retransmission anywhere.
+#[test]
+fn sr_090_a_fast_rank_waits_for_credit_not_rnr() {
+    let mut rig = sr_rank_0_runs_ahead(false);
+    rig.rounds(4, &mut |_, _| false);
+    let r0 = rig.peers[0].counters().clone();
+    assert_eq!(r0.sends_completed, 1 + 3, "control and three messages");
+    assert_eq!(r0.credit_stalls, 1);
+    assert_eq!(r0.rx_rnr_naks, 0);
+    rig.data(1, 12);
+    rig.rounds(40, &mut |_, _| false);
+    assert_results(&mut rig, 12);
+    for p in 0..2 {
+        let c = rig.peers[p].counters();
+        assert_eq!(c.rx_rnr_naks, 0, "rank {p}");
+        assert_eq!(c.tx_retransmits, 0, "rank {p}");
+        assert_eq!(c.total_drops(), 0, "rank {p}: {c:?}");
+    }
+    assert!(rig.peers[0].counters().rx_credit_updates >= 1);
+    let e = rig.eng.counters();
+    assert_eq!(e.drops(EngineDropReason::Transport), 0);
+    assert_eq!((e.tx_retransmits, e.tx_sacks), (0, 0));
+}
+
+/// [SR-091] [SR-092] [RC-111] The first message of a rank running ahead is
+/// lost: the edge keeps the two after it and its SACK carries its credit;
+/// the rank resends that message alone and then waits for credit, never
+/// for an RNR NAK, and the AllReduce completes.
+#[test]
+fn sr_091_an_edge_sack_carries_its_credit() {
+    let mut rig = sr_rank_0_runs_ahead(true);
+    let to_rank_0: Vec<Vec<u8>> = rig
+        .sent_by_engine()
+        .into_iter()
+        .filter(|(port, _)| *port == 0)
+        .map(|(_, f)| f)
+        .collect();
+    assert!(
+        to_rank_0.iter().any(|f| credited(f, true)),
+        "no SACK with a finite credit"
+    );
+    for f in &to_rank_0 {
+        rig.peers[0].handle_frame(rig.now, f);
+    }
+    rig.peer_sends(0);
+    rig.rounds(4, &mut |_, _| false);
+    assert_eq!(rig.peers[0].counters().credit_stalls, 1);
+    rig.data(1, 12);
+    rig.rounds(40, &mut |_, _| false);
+    assert_results(&mut rig, 12);
+    for p in 0..2 {
+        let c = rig.peers[p].counters();
+        assert_eq!(c.rx_rnr_naks, 0, "rank {p}");
+    }
+    let r0 = rig.peers[0].counters();
+    assert_eq!(r0.tx_retransmits, 1, "the lost message alone");
+    assert!(r0.rx_sacks >= 1);
+    assert_eq!(rig.eng.counters().drops(EngineDropReason::Transport), 0);
+}
