@@ -124,7 +124,7 @@ pub(crate) struct LabArgs {
     baseline: Vec<BaselineArg>,
     /// The ranks' RC transport profile: auto runs selective
     /// retransmission (SR) where the manager grants it (every switch of
-    /// the tree runs it in the mode: Mode II today) and on the host
+    /// the tree runs it in the mode: Modes I, II and III in the software switch) and on the host
     /// fallback, go-back-N elsewhere; sr requires it (a mode that cannot
     /// have it stops the run); gbn is rxe's go-back-N everywhere. Each row
     /// reports the profile it ran.
