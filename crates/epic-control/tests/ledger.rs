@@ -242,21 +242,38 @@ async fn a_shared_block_moves_once() {
     assert_eq!(board.region(GroupId(20)), Some(to));
 }
 
+/// The block an engine board's installs are placed at.
+const ENGINE_BLOCK: Region = Region {
+    offset: 0,
+    len: 1 << 18,
+};
+
+/// A switch's engine (`mac`, `ip`) with a 1 MiB arena.
+fn engine_config(mac: [u8; 6], ip: Ipv4Addr) -> EngineConfig {
+    let mut cfg = EngineConfig::new(EthernetAddress(mac), ip);
+    cfg.arena_bytes = 1 << 20;
+    cfg
+}
+
+/// `c`, an install, asking DCQCN at `rate` bit/s (0: none).
+fn with_cc(mut c: Command, rate: u64) -> Command {
+    if let Command::Install {
+        cc_line_rate_bps, ..
+    } = &mut c
+    {
+        *cc_line_rate_bps = rate;
+    }
+    c
+}
+
 /// [MGR-042] [CTL-050] Over a real engine: the per-pattern lanes go in
 /// together, and a lane the engine refuses (a root outside the group)
 /// leaves no lane of its group behind.
 #[tokio::test]
 async fn an_engine_board_installs_every_lane_or_none() {
-    let mut cfg = EngineConfig::new(
-        EthernetAddress([2, 0, 0, 0, 1, 0]),
-        Ipv4Addr::new(10, 0, 1, 0),
-    );
-    cfg.arena_bytes = 1 << 20;
+    let cfg = engine_config([2, 0, 0, 0, 1, 0], Ipv4Addr::new(10, 0, 1, 0));
     let board = EngineBoard::new(cfg);
-    let block = Region {
-        offset: 0,
-        len: 1 << 18,
-    };
+    let block = ENGINE_BLOCK;
     board
         .apply(install(10, per_pattern(10, 2), block))
         .await
@@ -333,17 +350,11 @@ async fn every_lane_is_given_the_groups_transport() {
     assert_eq!(e.field, "install.transport");
 
     for (t, sacks) in [(TransportProfile::Sr, true), (TransportProfile::Gbn, false)] {
-        let mut cfg = EngineConfig::new(
-            EthernetAddress([2, 0, 0, 1, 0, 0]),
+        let board = EngineBoard::new(engine_config(
+            [2, 0, 0, 1, 0, 0],
             Ipv4Addr::new(10, 1, 0, 0),
-        );
-        cfg.arena_bytes = 1 << 20;
-        let board = EngineBoard::new(cfg);
-        let block = Region {
-            offset: 0,
-            len: 1 << 18,
-        };
-        let mut c = install(40, vec![lane(40, 2, PsnAlignment::Resync)], block);
+        ));
+        let mut c = install(40, vec![lane(40, 2, PsnAlignment::Resync)], ENGINE_BLOCK);
         if let Command::Install { transport, .. } = &mut c {
             *transport = t;
         }
@@ -362,14 +373,13 @@ async fn every_lane_is_given_the_groups_transport() {
 #[tokio::test]
 async fn every_lane_is_given_the_groups_cc() {
     let board = LaneBoard::over(Script::default());
-    let mut c = install(10, per_pattern(10, 2), BLOCK);
-    if let Command::Install {
-        cc_line_rate_bps, ..
-    } = &mut c
-    {
-        *cc_line_rate_bps = 25_000_000_000;
-    }
-    board.apply(c).await.unwrap();
+    board
+        .apply(with_cc(
+            install(10, per_pattern(10, 2), BLOCK),
+            25_000_000_000,
+        ))
+        .await
+        .unwrap();
     board
         .apply(install(20, per_pattern(20, 2), BLOCK))
         .await
@@ -385,26 +395,16 @@ async fn every_lane_is_given_the_groups_cc() {
         (Mode::Augmented, 0, false),
         (Mode::Translated, 25_000_000_000, false),
     ] {
-        let mut cfg = EngineConfig::new(
-            EthernetAddress([2, 0, 0, 1, 0, 0]),
+        let board = EngineBoard::new(engine_config(
+            [2, 0, 0, 1, 0, 0],
             Ipv4Addr::new(10, 1, 0, 0),
-        );
-        cfg.arena_bytes = 1 << 20;
-        let board = EngineBoard::new(cfg);
-        let block = Region {
-            offset: 0,
-            len: 1 << 18,
-        };
+        ));
         let mut l = lane(40, 2, PsnAlignment::Resync);
         l.mode = mode;
-        let mut c = install(40, vec![l], block);
-        if let Command::Install {
-            cc_line_rate_bps, ..
-        } = &mut c
-        {
-            *cc_line_rate_bps = rate;
-        }
-        board.apply(c).await.unwrap();
+        board
+            .apply(with_cc(install(40, vec![l], ENGINE_BLOCK), rate))
+            .await
+            .unwrap();
         let bytes =
             board.with_engine(|e| e.context(GroupId(40)).map(|c| c.transport_bytes()).unwrap());
         assert_eq!(bytes > 0, held, "{mode:?} at {rate}: {bytes}");

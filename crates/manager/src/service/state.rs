@@ -605,6 +605,18 @@ mod tests {
     use epic_proto::engine::Mode;
     use epic_proto::wire::Qpn;
 
+    /// The first and the last host of `topo` as a group's members.
+    fn first_and_last_hosts(topo: &Topology) -> Vec<Member> {
+        let hosts = topo.hosts();
+        [0usize, hosts.len() - 1]
+            .iter()
+            .map(|&h| Member {
+                ip: hosts[h].ip,
+                qpn: Qpn::try_new(0x100 + h as u32).unwrap(),
+            })
+            .collect()
+    }
+
     /// [MGR-046] Every switch's install carries the group's granted
     /// profile: SR for a Mode II group on switches that run it, go-back-N
     /// for a group that asked for go-back-N.
@@ -618,14 +630,7 @@ mod tests {
             ("a", TransportRequest::PreferSr, pb::TransportProfile::Sr),
             ("b", TransportRequest::Gbn, pb::TransportProfile::Gbn),
         ] {
-            let members = [0usize, 15]
-                .iter()
-                .map(|h| Member {
-                    ip: topo.hosts()[*h].ip,
-                    qpn: Qpn::try_new(0x100 + *h as u32).unwrap(),
-                })
-                .collect();
-            let mut req = GroupRequest::new(name, members);
+            let mut req = GroupRequest::new(name, first_and_last_hosts(&topo));
             req.mode = Some(Mode::Translated);
             req.transport = t;
             let InitOutcome::Install(grant, _) = reg.init(&req).unwrap() else {
@@ -650,14 +655,7 @@ mod tests {
             .unwrap();
         let mut reg = Registry::new(topo.clone(), Policy::Spatial);
         for (name, rate) in [("a", 25_000_000_000u64), ("b", 0)] {
-            let members = [0usize, 15]
-                .iter()
-                .map(|h| Member {
-                    ip: topo.hosts()[*h].ip,
-                    qpn: Qpn::try_new(0x100 + *h as u32).unwrap(),
-                })
-                .collect();
-            let mut req = GroupRequest::new(name, members);
+            let mut req = GroupRequest::new(name, first_and_last_hosts(&topo));
             req.mode = Some(Mode::Augmented);
             req.cc_line_rate_bps = rate;
             let InitOutcome::Install(grant, _) = reg.init(&req).unwrap() else {

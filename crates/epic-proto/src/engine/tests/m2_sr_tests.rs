@@ -10,25 +10,7 @@ use super::test_rig::{block, header, psn, star, sum, Rig, GROUP};
 use crate::engine::Mode;
 use crate::psn::Psn;
 use crate::roce::{SrConfig, Transport};
-use crate::wire::{
-    AethRepr, Collective, ExtHeaders, GroupId, Opcode, RoceFrame, SackRepr, Syndrome,
-};
-
-/// Edge `ep`'s peer's SACK: cumulative point `c`, PSN `c + 1 + i` held for
-/// each set bit i of `words`.
-fn sack_frame(r: &Rig, ep: u16, c: Psn, words: &[u32]) -> Vec<u8> {
-    let sack = SackRepr::from_words(c, words).unwrap();
-    let mut body = alloc::vec![0u8; sack.buffer_len()];
-    sack.emit(&mut body).unwrap();
-    let ext = ExtHeaders {
-        aeth: Some(AethRepr {
-            syndrome: Syndrome::ACK,
-            msn: 0,
-        }),
-        ..ExtHeaders::default()
-    };
-    r.frame_from(r.peer_ip(ep), ep, Opcode::RcSack, c, ext, &body)
-}
+use crate::wire::{Collective, GroupId, Opcode, RoceFrame, SackRepr};
 
 /// A star of 4 in Mode II with one AllReduce of 8 PSNs from control PSN
 /// 100, every rank's echo acknowledged, the context given `transport`.
@@ -63,7 +45,7 @@ fn send(r: &mut Rig, eps: &[u16], k: u32) {
 
 /// The SACK the switch reflects toward `ep` for `words` at `c`.
 fn reflected(r: &mut Rig, ep: u16, c: Psn, words: &[u32]) -> SackRepr {
-    let f = sack_frame(r, ep, c, words);
+    let f = r.sack_frame(ep, c, words, 0);
     r.deliver(ep, &f);
     let out = r.sent();
     assert_eq!(out.len(), 1, "one frame back");

@@ -20,22 +20,6 @@ use crate::wire::{
     Syndrome,
 };
 
-/// Edge `ep`'s peer's SACK: cumulative point `c`, PSNs `c + 1 + i` held
-/// for each set bit i of `words`, AETH MSN `msn`.
-fn sack_frame(r: &Rig, ep: u16, c: Psn, words: &[u32], msn: u32) -> Vec<u8> {
-    let sack = SackRepr::from_words(c, words).unwrap();
-    let mut body = alloc::vec![0u8; sack.buffer_len()];
-    sack.emit(&mut body).unwrap();
-    let ext = ExtHeaders {
-        aeth: Some(AethRepr {
-            syndrome: Syndrome::ACK,
-            msn,
-        }),
-        ..ExtHeaders::default()
-    };
-    r.frame_from(r.peer_ip(ep), ep, Opcode::RcSack, c, ext, &body)
-}
-
 /// What the switch answered on `port`: ACKs and NAKs as (PSN, syndrome,
 /// MSN), SACKs parsed.
 #[derive(Debug, Default)]
@@ -210,7 +194,7 @@ fn sr053_a_sack_resends_its_holes_only() {
     let mut r = started(true);
     all_send(&mut r, 104);
     assert_eq!(data_to(&mut r, 1).len(), 4);
-    let f = sack_frame(&r, 1, psn(101), &[0x6000_0000], 0);
+    let f = r.sack_frame(1, psn(101), &[0x6000_0000], 0);
     r.deliver(1, &f);
     assert_eq!(data_to(&mut r, 1), [psn(102)]);
     let c = r.eng.counters();
@@ -250,7 +234,7 @@ fn sr054_a_timeout_resends_what_no_sack_reported() {
     all_send(&mut r, 105);
     assert_eq!(data_to(&mut r, 2).len(), 5);
     // Rank 2 holds 101 and 103, not 102, 104, 105: 102 is resent at once.
-    let f = sack_frame(&r, 2, psn(101), &[0x4000_0000], 0);
+    let f = r.sack_frame(2, psn(101), &[0x4000_0000], 0);
     r.deliver(2, &f);
     assert_eq!(data_to(&mut r, 2), [psn(102)]);
     let t = r.eng.poll_timeout().unwrap();
@@ -334,7 +318,7 @@ fn sr056_switch_hops_sack_with_credit() {
     }
     assert_eq!(data_to(&mut r, 2), (1..=4).map(psn).collect::<Vec<_>>());
     // The parent holds 1, 3, 4 (not 2), credit 3 after 1: edge 5.
-    let f = sack_frame(&r, 2, psn(1), &[0x6000_0000], 4);
+    let f = r.sack_frame(2, psn(1), &[0x6000_0000], 4);
     r.deliver(2, &f);
     assert_eq!(data_to(&mut r, 2), [psn(2)]);
     // Data 5..=6 from the ranks: 5 is at the edge, held back.
@@ -366,7 +350,7 @@ fn sr053_a_plain_ack_forgets_what_a_sack_reported() {
     let mut r = started(true);
     all_send(&mut r, 104);
     assert_eq!(data_to(&mut r, 1).len(), 4);
-    let f = sack_frame(&r, 1, psn(101), &[0x6000_0000], 0);
+    let f = r.sack_frame(1, psn(101), &[0x6000_0000], 0);
     r.deliver(1, &f);
     assert_eq!(data_to(&mut r, 1), [psn(102)]);
     // The peer took 102 but no longer holds 103 and 104.
@@ -451,7 +435,7 @@ fn sr053_an_ack_across_a_skipped_range_keeps_the_records_in_flight() {
     r.ack(0, psn(143));
     assert_eq!(data_to(&mut r, 0), []);
     // Rank 0 holds 145..=149, not 144: 144 alone is resent at once.
-    let f = sack_frame(&r, 0, psn(143), &[0x7c00_0000], 0);
+    let f = r.sack_frame(0, psn(143), &[0x7c00_0000], 0);
     r.deliver(0, &f);
     assert_eq!(data_to(&mut r, 0), [psn(144)]);
     assert_eq!(r.eng.counters().selective_resends, 1);
@@ -470,7 +454,7 @@ fn sr080_a_hop_sends_a_few_psns_past_what_its_peer_holds() {
     }));
     all_send(&mut r, 108);
     assert_eq!(data_to(&mut r, 1), [psn(101), psn(102), psn(103)]);
-    let f = sack_frame(&r, 1, psn(101), &[0x4000_0000], 0);
+    let f = r.sack_frame(1, psn(101), &[0x4000_0000], 0);
     r.deliver(1, &f);
     assert_eq!(
         data_to(&mut r, 1),

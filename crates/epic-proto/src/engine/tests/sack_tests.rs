@@ -15,25 +15,7 @@ use super::test_rig::{block, header, psn, star, sum, Rig, GROUP};
 use crate::engine::{EngineDropReason, Mode};
 use crate::psn::Psn;
 use crate::roce::{SrConfig, Transport};
-use crate::wire::{
-    AethRepr, Collective, ExtHeaders, GroupId, Opcode, RoceFrame, SackRepr, Syndrome,
-};
-
-/// Edge `ep`'s peer's SACK: cumulative point `c`, PSNs `c + 1 + i` held
-/// for each set bit i of `words`.
-fn sack_frame(r: &Rig, ep: u16, c: Psn, words: &[u32]) -> Vec<u8> {
-    let sack = SackRepr::from_words(c, words).unwrap();
-    let mut body = alloc::vec![0u8; sack.buffer_len()];
-    sack.emit(&mut body).unwrap();
-    let ext = ExtHeaders {
-        aeth: Some(AethRepr {
-            syndrome: Syndrome::ACK,
-            msn: 0,
-        }),
-        ..ExtHeaders::default()
-    };
-    r.frame_from(r.peer_ip(ep), ep, Opcode::RcSack, c, ext, &body)
-}
+use crate::wire::{Collective, GroupId, Opcode, RoceFrame, SackRepr, Syndrome};
 
 /// A star of 4 in `mode` with one AllReduce (or `collective`) of 8 PSNs
 /// installed from control PSN 100 and its echo taken by every rank.
@@ -66,7 +48,7 @@ fn mode2_allreduce_reflects_a_rank_sack_to_it() {
     }
     r.sent();
     // Rank 2 holds 101, misses 102, holds 103 and 104.
-    let f = sack_frame(&r, 2, psn(101), &[0x6000_0000]);
+    let f = r.sack_frame(2, psn(101), &[0x6000_0000], 0);
     r.deliver(2, &f);
     let out = r.sent();
     assert_eq!(out.len(), 1, "one frame back");
@@ -119,7 +101,7 @@ fn mode2_broadcast_forwards_a_sack_as_an_ack_or_the_nak_of_its_hole() {
         (heard, r.eng.counters().rx_sacks, r.eng.counters().tx_sacks)
     };
     let (acked, ..) = root_hears(&|r| r.ack_frame_from(r.peer_ip(3), 3, psn(102)));
-    let (empty, rx, tx) = root_hears(&|r| sack_frame(r, 3, psn(102), &[0]));
+    let (empty, rx, tx) = root_hears(&|r| r.sack_frame(3, psn(102), &[0], 0));
     assert_eq!(acked.len(), 1, "{acked:?}");
     assert_eq!(acked[0].0, psn(102));
     assert_eq!(
@@ -128,7 +110,7 @@ fn mode2_broadcast_forwards_a_sack_as_an_ack_or_the_nak_of_its_hole() {
     );
     assert_eq!((rx, tx), (1, 0));
     // Receiver 3 holds 104 but misses 103.
-    let (holed, ..) = root_hears(&|r| sack_frame(r, 3, psn(102), &[0x4000_0000]));
+    let (holed, ..) = root_hears(&|r| r.sack_frame(3, psn(102), &[0x4000_0000], 0));
     assert_eq!(holed.len(), 1, "{holed:?}");
     assert_eq!(holed[0].0, psn(103));
     assert_eq!(
@@ -152,7 +134,7 @@ fn mode3_takes_a_sack_as_the_ack_of_its_cumulative_point() {
         r.sent();
         for ep in 0..4 {
             let f = if sack && ep == 1 {
-                sack_frame(&r, ep, psn(102), &[0])
+                r.sack_frame(ep, psn(102), &[0], 0)
             } else {
                 r.ack_frame_from(r.peer_ip(ep), ep, psn(102))
             };
@@ -224,7 +206,7 @@ fn mode2_broadcast_merges_receivers_sacks_by_intersection() {
     r.ack(3, psn(108));
     r.sent();
     // Receiver 1: cumulative 102, holds 104 and 106 (bits 1 and 3).
-    let f = sack_frame(&r, 1, psn(102), &[0x5000_0000]);
+    let f = r.sack_frame(1, psn(102), &[0x5000_0000], 0);
     r.deliver(1, &f);
     // Receiver 2 has acknowledged no data: the intersection reports
     // nothing after its ackPsn (99), so [SR-032] applies, the NAK from the
@@ -233,7 +215,7 @@ fn mode2_broadcast_merges_receivers_sacks_by_intersection() {
     assert!(sacks.is_empty(), "{sacks:?}");
     assert_eq!(acks, [(psn(100), Syndrome::NAK_SEQ)]);
     // Receiver 2: cumulative 101, holds 103…106 (bits 1..=4).
-    let f = sack_frame(&r, 2, psn(101), &[0x7800_0000]);
+    let f = r.sack_frame(2, psn(101), &[0x7800_0000], 0);
     r.deliver(2, &f);
     let (sacks, acks) = root_heard(&r.sent());
     assert!(
@@ -257,14 +239,14 @@ fn mode2_broadcast_merges_receivers_sacks_by_intersection() {
     let inv = r.eng.context(GroupId(GROUP)).unwrap().newest_invocation();
     assert_eq!(inv.unwrap().node_ack, psn(101));
     // A newer SACK of receiver 1 (it got 103) changes the merge.
-    let f = sack_frame(&r, 1, psn(104), &[0x4000_0000]);
+    let f = r.sack_frame(1, psn(104), &[0x4000_0000], 0);
     r.deliver(1, &f);
     let (sacks, _) = root_heard(&r.sent());
     let ranges: Vec<_> = sacks[0].ranges().collect();
     assert_eq!(ranges, [(psn(103), psn(104)), (psn(106), psn(106))]);
     // Its older SACK, overtaken on the way, does not replace the newer
     // record: the merge still knows receiver 1 holds 106.
-    let f = sack_frame(&r, 1, psn(102), &[0x5000_0000]);
+    let f = r.sack_frame(1, psn(102), &[0x5000_0000], 0);
     r.deliver(1, &f);
     let (sacks, _) = root_heard(&r.sent());
     let ranges: Vec<_> = sacks[0].ranges().collect();
@@ -279,7 +261,7 @@ fn mode2_broadcast_merged_sack_stays_in_its_invocation() {
     let mut r = broadcast(sr());
     // Every receiver: cumulative 101, holds 103 and 110 (bits 1 and 8).
     for ep in 1..4 {
-        let f = sack_frame(&r, ep, psn(101), &[0x4080_0000]);
+        let f = r.sack_frame(ep, psn(101), &[0x4080_0000], 0);
         r.deliver(ep, &f);
     }
     let (sacks, _) = root_heard(&r.sent());
@@ -312,7 +294,7 @@ fn mode2_broadcast_merge_waits_for_the_roots_echo_ack() {
     }
     r.sent();
     for ep in 1..4 {
-        let f = sack_frame(&r, ep, psn(101), &[0x4000_0000]);
+        let f = r.sack_frame(ep, psn(101), &[0x4000_0000], 0);
         r.deliver(ep, &f);
     }
     let (sacks, _) = root_heard(&r.sent());
@@ -329,7 +311,7 @@ fn mode2_gbn_group_keeps_no_sack_state() {
     let run = |t: Transport| {
         let mut r = broadcast(t);
         for ep in 1..4 {
-            let f = sack_frame(&r, ep, psn(101), &[0x4000_0000]);
+            let f = r.sack_frame(ep, psn(101), &[0x4000_0000], 0);
             r.deliver(ep, &f);
         }
         let heard = root_heard(&r.sent());
@@ -385,7 +367,7 @@ fn mode2_broadcast_merge_never_claims_what_a_receiver_lacks() {
                     s.ranges()
                         .flat_map(|(a, b)| (0..=b.distance_from(a)).map(move |i| a.add(i))),
                 );
-                sack_frame(&r, ep, c, &words[..n])
+                r.sack_frame(ep, c, &words[..n], 0)
             };
             let t = &mut through[usize::from(ep)];
             if c.is_after(*t) {
@@ -469,7 +451,7 @@ fn reported(s: &SackRepr) -> Vec<Psn> {
 fn mode2_sr_reduce_forwards_the_roots_sack_to_every_sender() {
     let mut r = reduce(sr(), 106, &[]);
     // Root: cumulative 101, holds 103 and 105 (bits 1 and 3).
-    let f = sack_frame(&r, 0, psn(101), &[0x5000_0000]);
+    let f = r.sack_frame(0, psn(101), &[0x5000_0000], 0);
     r.deliver(0, &f);
     let out = r.sent();
     let heard = senders_heard(&out);
@@ -516,7 +498,7 @@ fn mode2_sr_reduce_forwards_the_roots_sack_to_every_sender() {
 fn mode2_sr_reduce_hole_is_aggregated_from_every_sender() {
     let mut r = reduce(sr(), 104, &[(3, 102)]);
     // The root got 101, 103 and 104; 102 never completed.
-    let f = sack_frame(&r, 0, psn(101), &[0x6000_0000]);
+    let f = r.sack_frame(0, psn(101), &[0x6000_0000], 0);
     r.deliver(0, &f);
     let heard = senders_heard(&r.sent());
     for (sacks, _) in heard.iter().skip(1) {
@@ -545,7 +527,7 @@ fn mode2_sr_reduce_forwarded_sack_is_clipped_per_sender() {
     }
     r.sent();
     // Root: cumulative 101, holds 103, 105 and 110 (bits 1, 3, 8).
-    let f = sack_frame(&r, 0, psn(101), &[0x5080_0000]);
+    let f = r.sack_frame(0, psn(101), &[0x5080_0000], 0);
     r.deliver(0, &f);
     let heard = senders_heard(&r.sent());
     for (ep, (sacks, _)) in heard.iter().enumerate().skip(1) {
@@ -582,7 +564,7 @@ fn mode2_sr_reduce_sack_waits_for_the_senders_echo_ack() {
         }
     }
     r.sent();
-    let f = sack_frame(&r, 0, psn(101), &[0x4000_0000]);
+    let f = r.sack_frame(0, psn(101), &[0x4000_0000], 0);
     r.deliver(0, &f);
     let heard = senders_heard(&r.sent());
     assert_eq!(heard[1].0.len(), 1);
@@ -607,7 +589,7 @@ fn mode2_sr_reduce_sack_waits_for_the_senders_echo_ack() {
 #[test]
 fn mode2_reduce_sack_is_a_nak_without_the_sr_profile() {
     let mut r = reduce(Transport::Gbn, 106, &[]);
-    let f = sack_frame(&r, 0, psn(101), &[0x5000_0000]);
+    let f = r.sack_frame(0, psn(101), &[0x5000_0000], 0);
     r.deliver(0, &f);
     let heard = senders_heard(&r.sent());
     for (sacks, acks) in heard.iter().skip(1) {
@@ -617,7 +599,7 @@ fn mode2_reduce_sack_is_a_nak_without_the_sr_profile() {
     assert_eq!(r.eng.counters().tx_sacks, 0);
     // SR, but the root reports only PSNs of the next invocation (110).
     let mut r = reduce(sr(), 108, &[]);
-    let f = sack_frame(&r, 0, psn(108), &[0x4000_0000]);
+    let f = r.sack_frame(0, psn(108), &[0x4000_0000], 0);
     r.deliver(0, &f);
     let heard = senders_heard(&r.sent());
     for (sacks, acks) in heard.iter().skip(1) {
@@ -645,7 +627,7 @@ fn mode2_sr_reduce_forwarded_sack_stays_in_its_invocation() {
     }
     r.sent();
     // Root: cumulative 105, holds 107 and 110 (bits 1 and 4).
-    let f = sack_frame(&r, 0, psn(105), &[0x4800_0000]);
+    let f = r.sack_frame(0, psn(105), &[0x4800_0000], 0);
     r.deliver(0, &f);
     let heard = senders_heard(&r.sent());
     for (ep, (sacks, _)) in heard.iter().enumerate().skip(1) {

@@ -17,7 +17,8 @@ use crate::testing::FrameBuilder;
 use crate::time::Instant;
 use crate::wire::{
     AethRepr, Collective, DataType, EpicFlags, EpicHeaderRepr, EthernetAddress, ExtHeaders,
-    GroupId, ImmDtRepr, Opcode, ReduceOp, RoceFrame, Syndrome, EPIC_HEADER_LEN, EPIC_IMM_TAG,
+    GroupId, ImmDtRepr, Opcode, ReduceOp, RoceFrame, SackRepr, Syndrome, EPIC_HEADER_LEN,
+    EPIC_IMM_TAG,
 };
 
 /// The switch's MAC address.
@@ -182,6 +183,23 @@ impl Rig {
             .ext(ext)
             .payload(payload)
             .build()
+    }
+
+    /// Edge `ep`'s peer's SACK: cumulative point `c`, PSN `c + 1 + i`
+    /// held for each set bit i of `words`, AETH MSN `msn` (a switch peer's
+    /// credit, [SR-056]).
+    pub(super) fn sack_frame(&self, ep: u16, c: Psn, words: &[u32], msn: u32) -> Vec<u8> {
+        let sack = SackRepr::from_words(c, words).unwrap();
+        let mut body = vec![0u8; sack.buffer_len()];
+        sack.emit(&mut body).unwrap();
+        let ext = ExtHeaders {
+            aeth: Some(AethRepr {
+                syndrome: Syndrome::ACK,
+                msn,
+            }),
+            ..ExtHeaders::default()
+        };
+        self.frame_from(self.peer_ip(ep), ep, Opcode::RcSack, c, ext, &body)
     }
 
     /// The peer's own address on edge `ep`.
