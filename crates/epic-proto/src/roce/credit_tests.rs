@@ -4,7 +4,7 @@
 use std::vec;
 use std::vec::Vec;
 
-use super::tests::{completions, configs, Pair, Qp, Sent};
+use super::tests::{configs, recycle, Pair, Qp, Sent};
 use super::*;
 use crate::wire::{Opcode, Syndrome};
 
@@ -35,18 +35,6 @@ fn acks(frames: &[Sent]) -> Vec<Syndrome> {
         .filter(|f| f.opcode == Opcode::RcAcknowledge)
         .filter_map(|f| f.syndrome)
         .collect()
-}
-
-/// b takes its completed receives and posts them again.
-fn recycle(p: &mut Pair) -> usize {
-    let mut n = 0;
-    for c in completions(&mut p.b) {
-        if let Completion::Recv { buf, .. } = c {
-            p.b.post_recv(WrId(500), buf).unwrap();
-            n += 1;
-        }
-    }
-    n
 }
 
 /// [RC-100] A QP that does not advertise sends 0x1F, as rxe; one that

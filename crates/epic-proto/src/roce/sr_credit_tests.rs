@@ -6,7 +6,7 @@
 use std::vec;
 use std::vec::Vec;
 
-use super::tests::{completions, configs, Pair, Sent};
+use super::tests::{configs, recycle, Pair, Sent};
 use super::*;
 use crate::wire::{Opcode, Syndrome};
 
@@ -32,18 +32,6 @@ fn send(p: &mut Pair, id: u64, len: usize) {
 
 fn of(frames: &[Sent], opcode: Opcode) -> Vec<&Sent> {
     frames.iter().filter(|f| f.opcode == opcode).collect()
-}
-
-/// b takes its completed receives and posts them again.
-fn recycle(p: &mut Pair) -> usize {
-    let mut n = 0;
-    for c in completions(&mut p.b) {
-        if let Completion::Recv { buf, .. } = c {
-            p.b.post_recv(WrId(500), buf).unwrap();
-            n += 1;
-        }
-    }
-    n
 }
 
 /// [RC-110] [RC-100] An advertising SR responder's SACK and ACK carry its

@@ -144,6 +144,19 @@ pub(super) fn completions(qp: &mut Qp) -> Vec<Completion<Vec<u8>, Vec<u8>>> {
     core::iter::from_fn(|| qp.poll_completion()).collect()
 }
 
+/// The responder `b` of a pair takes its completed receives and posts
+/// them again; returns how many.
+pub(super) fn recycle(p: &mut Pair) -> usize {
+    let mut n = 0;
+    for c in completions(&mut p.b) {
+        if let Completion::Recv { buf, .. } = c {
+            p.b.post_recv(WrId(500), buf).unwrap();
+            n += 1;
+        }
+    }
+    n
+}
+
 pub(super) fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))

@@ -27,9 +27,7 @@ use crate::engine::invocation::Pattern;
 use crate::engine::io::{queue_frame, Io};
 use crate::engine::modules::translate_header::Outgoing;
 use crate::engine::shared::Shared;
-use crate::wire::{
-    AethRepr, ExtHeaders, Opcode, SackRepr, Syndrome, SACK_HEADER_LEN, SACK_MAX_WORDS,
-};
+use crate::wire::{AethRepr, SackRepr, Syndrome, SACK_HEADER_LEN, SACK_MAX_WORDS};
 
 impl Translated {
     /// The root's SACK `sack` of a Reduce's data, from edge `ep`, in an
@@ -133,16 +131,7 @@ impl Translated {
         let Ok(len) = mine.emit(&mut body) else {
             return;
         };
-        let pkt = Outgoing {
-            opcode: Opcode::RcSack,
-            psn: c,
-            ack_req: false,
-            becn: false,
-            ext: ExtHeaders {
-                aeth: Some(ack),
-                ..ExtHeaders::default()
-            },
-        };
+        let pkt = Outgoing::sack(c, ack);
         io.counters.tx_sacks += 1;
         io.counters.sack_forwards += 1;
         queue_frame(io, &e.cfg, &pkt, body.get(..len).unwrap_or(&[]));

@@ -26,9 +26,7 @@ use crate::engine::modules::translate_header::Outgoing;
 use crate::engine::shared::Shared;
 use crate::psn::Psn;
 use crate::roce::Transport;
-use crate::wire::{
-    AethRepr, ExtHeaders, Opcode, SackRepr, Syndrome, SACK_HEADER_LEN, SACK_MAX_WORDS,
-};
+use crate::wire::{AethRepr, SackRepr, Syndrome, SACK_HEADER_LEN, SACK_MAX_WORDS};
 
 /// One edge's newest SACK and the control PSN of its invocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -226,16 +224,7 @@ impl Translated {
         };
         // The merged SACK says all an ACK queued toward the root would.
         e.response = None;
-        let pkt = Outgoing {
-            opcode: Opcode::RcSack,
-            psn: merged.cumulative(),
-            ack_req: false,
-            becn: false,
-            ext: ExtHeaders {
-                aeth: Some(ack),
-                ..ExtHeaders::default()
-            },
-        };
+        let pkt = Outgoing::sack(merged.cumulative(), ack);
         io.counters.tx_sacks += 1;
         queue_frame(io, &e.cfg, &pkt, body.get(..len).unwrap_or(&[]));
         true

@@ -12,7 +12,7 @@ use crate::engine::io::{queue_frame, Io};
 use crate::engine::modules::translate_header::Outgoing;
 use crate::engine::shared::Shared;
 use crate::psn::Psn;
-use crate::wire::{AethRepr, ExtHeaders, Opcode, SackRepr, SACK_HEADER_LEN, SACK_MAX_WORDS};
+use crate::wire::{AethRepr, SackRepr, SACK_HEADER_LEN, SACK_MAX_WORDS};
 
 impl Translated {
     /// AllReduce: a rank's SACK of the results is the SACK of its own data,
@@ -59,16 +59,7 @@ impl Translated {
             return false;
         };
         e.response = None;
-        let pkt = Outgoing {
-            opcode: Opcode::RcSack,
-            psn,
-            ack_req: false,
-            becn: false,
-            ext: ExtHeaders {
-                aeth: Some(aeth),
-                ..ExtHeaders::default()
-            },
-        };
+        let pkt = Outgoing::sack(psn, aeth);
         io.counters.tx_sacks += 1;
         queue_frame(io, &e.cfg, &pkt, body.get(..len).unwrap_or(&[]));
         true

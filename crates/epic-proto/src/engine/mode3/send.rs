@@ -267,8 +267,8 @@ impl Augmented {
     /// each call into the engine, so an ACK that did not move its edge
     /// over the pipe's start cannot move the pipe: the pipe waits for
     /// something else (another output's ACK, the root's hand-off), and the
-    /// walk is skipped. Debug builds take the walk anyway and check that
-    /// it goes nowhere. [M3-010]
+    /// walk is skipped: every walk is a fixpoint ([M3-011]). Debug builds
+    /// take the walk anyway and check that it goes nowhere. [M3-010]
     fn advance_after_ack(
         &mut self,
         s: &mut Shared,

@@ -39,10 +39,7 @@ use crate::psn::Psn;
 use crate::roce::Transport;
 use crate::sack::sent::{later, Sent, SentRecords};
 use crate::time::Instant;
-use crate::wire::{
-    AethRepr, ExtHeaders, Opcode, SackRepr, Syndrome, SACK_HEADER_LEN, SACK_MAX_PSNS,
-    SACK_MAX_WORDS,
-};
+use crate::wire::{AethRepr, SackRepr, Syndrome, SACK_HEADER_LEN, SACK_MAX_PSNS, SACK_MAX_WORDS};
 
 /// The SR send state of one hop. [SR-053]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -454,19 +451,13 @@ impl Augmented {
         let len = sack.emit(&mut body).ok()?;
         let e = s.eps.get_mut(ep.index())?;
         e.response = None;
-        let pkt = Outgoing {
-            opcode: Opcode::RcSack,
-            psn: sack.cumulative(),
-            ack_req: false,
-            becn: false,
-            ext: ExtHeaders {
-                aeth: Some(AethRepr {
-                    syndrome: r.syndrome,
-                    msn: r.msn,
-                }),
-                ..ExtHeaders::default()
+        let pkt = Outgoing::sack(
+            sack.cumulative(),
+            AethRepr {
+                syndrome: r.syndrome,
+                msn: r.msn,
             },
-        };
+        );
         io.counters.tx_sacks += 1;
         *io.ident = io.ident.wrapping_add(1);
         let ident = *io.ident;

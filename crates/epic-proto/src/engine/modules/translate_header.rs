@@ -8,7 +8,7 @@ use crate::engine::config::EndpointConfig;
 use crate::psn::Psn;
 use crate::roce::rxe_udp_sport;
 use crate::wire::{
-    BthRepr, Dscp, Ecn, EmitError, EtherType, EthernetAddress, EthernetRepr, ExtHeaders,
+    AethRepr, BthRepr, Dscp, Ecn, EmitError, EtherType, EthernetAddress, EthernetRepr, ExtHeaders,
     IpProtocol, Ipv4Repr, Opcode, PayloadCrc, RoceFrameRepr, UdpRepr, ROCEV2_PORT,
 };
 
@@ -32,6 +32,23 @@ pub(crate) struct Outgoing {
     pub(crate) ack_req: bool,
     pub(crate) becn: bool,
     pub(crate) ext: ExtHeaders,
+}
+
+impl Outgoing {
+    /// A SACK ([WIRE-052]) whose cumulative point is `psn`, with `aeth`;
+    /// its SACKETH is the payload.
+    pub(crate) fn sack(psn: Psn, aeth: AethRepr) -> Outgoing {
+        Outgoing {
+            opcode: Opcode::RcSack,
+            psn,
+            ack_req: false,
+            becn: false,
+            ext: ExtHeaders {
+                aeth: Some(aeth),
+                ..ExtHeaders::default()
+            },
+        }
+    }
 }
 
 /// Writes the frame for `pkt` with `payload` toward endpoint `ep` into

@@ -6,31 +6,11 @@
 
 use alloc::vec::Vec;
 
-use super::test_rig::{block, header, psn, star, sum, Rig, GROUP};
+use super::test_rig::{block, psn, started, sum, Rig};
 use crate::engine::Mode;
 use crate::psn::Psn;
 use crate::roce::{SrConfig, Transport};
-use crate::wire::{Collective, GroupId, Opcode, RoceFrame, SackRepr};
-
-/// A star of 4 in Mode II with one AllReduce of 8 PSNs from control PSN
-/// 100, every rank's echo acknowledged, the context given `transport`.
-fn allreduce(transport: Transport) -> Rig {
-    let mut r = Rig::new(star(4, Mode::Translated, 16), None);
-    let c = psn(100);
-    let ctx = r.eng.context_mut(GroupId(GROUP)).unwrap();
-    ctx.set_start_psn(c);
-    ctx.set_transport(transport);
-    let h = header(1, Collective::AllReduce, 0, c, 8);
-    for ep in 0..4 {
-        r.control(ep, c, &h);
-    }
-    r.sent();
-    for ep in 0..4 {
-        r.ack(ep, c);
-    }
-    r.sent();
-    r
-}
+use crate::wire::{Collective, Opcode, RoceFrame, SackRepr};
 
 fn sr() -> Transport {
     Transport::Sr(SrConfig::default())
@@ -66,7 +46,7 @@ fn sr_resend_of_a_complete_slot_goes_to_the_resender_only() {
         (sr(), alloc::vec![2u16]),
         (Transport::Gbn, alloc::vec![0u16, 1, 2, 3]),
     ] {
-        let mut r = allreduce(transport);
+        let mut r = started(Mode::Translated, Collective::AllReduce, transport);
         send(&mut r, &all, 101);
         send(&mut r, &all, 102);
         r.sent();
@@ -89,7 +69,7 @@ fn sr_resend_of_a_complete_slot_goes_to_the_resender_only() {
 #[test]
 fn sr_reflected_sack_reports_data_waiting_in_an_incomplete_slot() {
     for transport in [sr(), Transport::Gbn] {
-        let mut r = allreduce(transport);
+        let mut r = started(Mode::Translated, Collective::AllReduce, transport);
         for k in 101..=106 {
             let eps: &[u16] = if k == 103 { &[1, 2, 3] } else { &[0, 1, 2, 3] };
             send(&mut r, eps, k);
@@ -128,7 +108,7 @@ fn sr_reflected_sack_reports_data_waiting_in_an_incomplete_slot() {
 /// it stays a hole.
 #[test]
 fn sr_reflected_sack_keeps_a_hole_whose_result_left_before_a_reported_one() {
-    let mut r = allreduce(sr());
+    let mut r = started(Mode::Translated, Collective::AllReduce, sr());
     for k in 101..=106 {
         let eps: &[u16] = if k == 104 { &[1, 2, 3] } else { &[0, 1, 2, 3] };
         send(&mut r, eps, k);

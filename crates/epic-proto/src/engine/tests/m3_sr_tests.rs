@@ -9,7 +9,7 @@
 
 use alloc::vec::Vec;
 
-use super::test_rig::{block, header, psn, star, sum, Rig, GROUP};
+use super::test_rig::{self, block, header, psn, star, sum, Rig, GROUP};
 use crate::engine::config::Peer;
 use crate::engine::{ContextConfig, EngineDropReason, Mode};
 use crate::psn::Psn;
@@ -70,20 +70,7 @@ fn started(sr: bool) -> Rig {
 
 /// [`started`] with profile `t`.
 fn started_with(t: Transport) -> Rig {
-    let mut r = Rig::new(star(4, Mode::Augmented, 16), None);
-    let c = psn(100);
-    r.eng.context_mut(GroupId(GROUP)).unwrap().set_start_psn(c);
-    r.eng.context_mut(GroupId(GROUP)).unwrap().set_transport(t);
-    let h = header(1, Collective::AllReduce, 0, c, 8);
-    for ep in 0..4 {
-        r.control(ep, c, &h);
-    }
-    r.sent();
-    for ep in 0..4 {
-        r.ack(ep, c);
-    }
-    r.sent();
-    r
+    test_rig::started(Mode::Augmented, Collective::AllReduce, t)
 }
 
 /// Every rank sends data PSNs 101..=`last`; what the switch sends back

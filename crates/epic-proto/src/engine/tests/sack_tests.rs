@@ -11,36 +11,18 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::mem::size_of;
 
-use super::test_rig::{block, header, psn, star, sum, Rig, GROUP};
+use super::test_rig::{block, header, psn, star, started, sum, Rig, GROUP};
 use crate::engine::{EngineDropReason, Mode};
 use crate::psn::Psn;
 use crate::roce::{SrConfig, Transport};
 use crate::wire::{Collective, GroupId, Opcode, RoceFrame, SackRepr, Syndrome};
-
-/// A star of 4 in `mode` with one AllReduce (or `collective`) of 8 PSNs
-/// installed from control PSN 100 and its echo taken by every rank.
-fn started(mode: Mode, collective: Collective) -> Rig {
-    let mut r = Rig::new(star(4, mode, 16), None);
-    let c = psn(100);
-    r.eng.context_mut(GroupId(GROUP)).unwrap().set_start_psn(c);
-    let h = header(1, collective, 0, c, 8);
-    for ep in 0..4 {
-        r.control(ep, c, &h);
-    }
-    r.sent();
-    for ep in 0..4 {
-        r.ack(ep, c);
-    }
-    r.sent();
-    r
-}
 
 /// [SR-031] [WIRE-052] A Mode II AllReduce rank that misses the result of
 /// PSN 102 but holds 103 and 104 gets its SACK back: opcode, cumulative
 /// point, AETH and SACKETH as it sent them, toward its own QP.
 #[test]
 fn mode2_allreduce_reflects_a_rank_sack_to_it() {
-    let mut r = started(Mode::Translated, Collective::AllReduce);
+    let mut r = started(Mode::Translated, Collective::AllReduce, Transport::Gbn);
     for k in 1..=4 {
         for ep in 0..4 {
             r.data(ep, psn(100 + k), &block(ep, k));
@@ -81,7 +63,7 @@ fn mode2_broadcast_forwards_a_sack_as_an_ack_or_the_nak_of_its_hole() {
     // What the root (rank 0, the sender) hears when receiver 3 answers
     // with `last` after receivers 1 and 2 acknowledged everything.
     let root_hears = |last: &dyn Fn(&Rig) -> Vec<u8>| {
-        let mut r = started(Mode::Translated, Collective::Broadcast);
+        let mut r = started(Mode::Translated, Collective::Broadcast, Transport::Gbn);
         for k in 1..=4 {
             r.data(0, psn(100 + k), &block(0, k));
         }
@@ -125,7 +107,7 @@ fn mode2_broadcast_forwards_a_sack_as_an_ack_or_the_nak_of_its_hole() {
 #[test]
 fn mode3_takes_a_sack_as_the_ack_of_its_cumulative_point() {
     let run = |sack: bool| {
-        let mut r = started(Mode::Augmented, Collective::AllReduce);
+        let mut r = started(Mode::Augmented, Collective::AllReduce, Transport::Gbn);
         for k in 1..=2 {
             for ep in 0..4 {
                 r.data(ep, psn(100 + k), &block(ep, k));
@@ -166,7 +148,7 @@ fn sr() -> Transport {
 /// A Mode II Broadcast from rank 0 of 8 PSNs (101…108), all sent, in a
 /// group of `transport`, with every rank's echo acknowledged.
 fn broadcast(transport: Transport) -> Rig {
-    let mut r = started(Mode::Translated, Collective::Broadcast);
+    let mut r = started(Mode::Translated, Collective::Broadcast, Transport::Gbn);
     r.eng
         .context_mut(GroupId(GROUP))
         .unwrap()
@@ -399,7 +381,7 @@ fn mode2_broadcast_merge_never_claims_what_a_receiver_lacks() {
 /// `transport`, every rank's echo acknowledged, and senders 1…3 having
 /// sent PSNs 101…`through`, except the `(sender, psn)` pairs of `lost`.
 fn reduce(transport: Transport, through: u32, lost: &[(u16, u32)]) -> Rig {
-    let mut r = started(Mode::Translated, Collective::Reduce);
+    let mut r = started(Mode::Translated, Collective::Reduce, Transport::Gbn);
     r.eng
         .context_mut(GroupId(GROUP))
         .unwrap()

@@ -13,6 +13,7 @@ use core::net::Ipv4Addr;
 use super::install_tests;
 use crate::engine::*;
 use crate::psn::Psn;
+use crate::roce::Transport;
 use crate::testing::FrameBuilder;
 use crate::time::Instant;
 use crate::wire::{
@@ -72,6 +73,27 @@ impl Sent {
         let f = self.parse();
         f.ext.aeth.map(|a| (f.bth.psn, a))
     }
+}
+
+/// A star of 4 in `mode` (N = 16), the context given `transport`, with
+/// one `collective` of 8 data PSNs installed from control PSN 100 by every
+/// rank and its echo acknowledged by every rank.
+pub(super) fn started(mode: Mode, collective: Collective, transport: Transport) -> Rig {
+    let mut r = Rig::new(star(4, mode, 16), None);
+    let c = psn(100);
+    let ctx = r.eng.context_mut(GroupId(GROUP)).unwrap();
+    ctx.set_start_psn(c);
+    ctx.set_transport(transport);
+    let h = header(1, collective, 0, c, 8);
+    for ep in 0..4 {
+        r.control(ep, c, &h);
+    }
+    r.sent();
+    for ep in 0..4 {
+        r.ack(ep, c);
+    }
+    r.sent();
+    r
 }
 
 /// A Mode II or III star of `k` ranks on ports 0..k, N = `slots`, packets
