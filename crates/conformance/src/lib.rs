@@ -25,6 +25,7 @@ pub mod frames;
 pub mod harness;
 pub mod junit;
 pub mod matrix;
+pub mod model;
 pub mod offline;
 pub mod oracle;
 pub mod pcapio;

@@ -13,6 +13,7 @@ mod conformance;
 mod decode;
 mod lab;
 mod manager;
+mod model_check;
 mod sim;
 mod switch;
 
@@ -41,6 +42,10 @@ enum Command {
     /// The IncManager: `serve` places trees, allocates switch SRAM and
     /// installs contexts through the switches' agents; `status` shows it.
     Manager(manager::ManagerArgs),
+    /// Check the engine, RC endpoint and host driver exhaustively under
+    /// every interleaving of delivery, loss, reordering and duplication
+    /// (paper Appendix H); a violation leaves a replayable counterexample.
+    ModelCheck(Box<model_check::ModelCheckArgs>),
     /// Run collectives on the packet simulator and report algorithm
     /// throughput (every result checked against a host-side reference).
     Sim(Box<sim::SimArgs>),
@@ -59,6 +64,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Manager(args) => manager::run(args),
+        Command::ModelCheck(args) => model_check::run(args),
         Command::Switch(args) => switch::run(args),
     }
 }

@@ -52,6 +52,7 @@ extern crate std;
 
 pub mod cc;
 pub mod engine;
+pub mod ghost;
 #[cfg(feature = "alloc")]
 pub mod host;
 pub mod psn;

@@ -81,6 +81,13 @@ impl<N: Node> Sim<N> {
         self.now
     }
 
+    /// The nodes, in id order ([`NodeId`] `i` is element `i`), for a tool
+    /// that takes the machines a scenario built and drives them itself
+    /// (the model checker). [SIM-002]
+    pub fn into_nodes(self) -> Vec<N> {
+        self.nodes.into_iter().map(|n| n.node).collect()
+    }
+
     /// Adds a node; it is polled (transmit and timeout) before the next
     /// event.
     pub fn add_node(&mut self, node: N) -> NodeId {

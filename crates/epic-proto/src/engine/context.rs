@@ -147,6 +147,24 @@ impl Context {
         Some((m.tag, m.complete, p.degree(slot)))
     }
 
+    /// What slot `slot` of a pipe holds as the switch would send it: the
+    /// wire encoding of its accumulator under `reduction` (`None`: data
+    /// that is not reduced, sent as held), as long as the packet that
+    /// filled it. For verification tools that check every slot against
+    /// the data its tag names (docs/VERIFICATION.md). [VER-008]
+    #[cfg(feature = "alloc")]
+    pub fn slot_data(
+        &self,
+        pipe: PipeId,
+        slot: usize,
+        reduction: Option<super::aggregate::Reduction>,
+    ) -> Option<alloc::vec::Vec<u8>> {
+        let p = self.pipe(pipe)?;
+        let len = usize::from(p.meta(slot).len);
+        let mut out = alloc::vec![0; len];
+        super::mode2::result_payload(p, slot, reduction, len, &mut out).then_some(out)
+    }
+
     /// The newest installed invocation (Modes II and III).
     pub fn newest_invocation(&self) -> Option<&Invocation> {
         self.shared.invs.newest()

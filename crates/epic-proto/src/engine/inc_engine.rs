@@ -25,6 +25,7 @@ use super::outcome::{Disposition, FrameOutcome, Transmit};
 use super::slab::ContextSlab;
 use super::slab::Contexts;
 use super::txq::{Popped, TxQueue, WorkList};
+use crate::ghost::{Ghost, Spare};
 use crate::time::Instant;
 use crate::wire::{AckFrame, ErrorKind, GroupId, LaxFrame, Layer, Qpn, RoceFrame};
 use core::net::Ipv4Addr;
@@ -71,16 +72,18 @@ pub struct IncEngine {
     table: LookupTable,
     arena_used: usize,
     arena: Arena,
-    counters: EngineCounters,
+    /// Ghosts: counters, the IPv4 identification and a scratch buffer
+    /// change nothing the engine does. [VER-002]
+    counters: Ghost<EngineCounters>,
     txq: TxQueue,
     work: WorkList,
-    ident: u16,
-    scratch: Vec<u8>,
+    ident: Ghost<u16>,
+    scratch: Spare<Vec<u8>>,
     /// The id the next installed context gets.
     next_id: u32,
     /// The drops and the context of the frame being handled.
-    frame_drops: FrameDrops,
-    frame_ctx: Option<ContextId>,
+    frame_drops: Ghost<FrameDrops>,
+    frame_ctx: Ghost<Option<ContextId>>,
     /// The context the calls since the last refresh changed: its cached
     /// deadline may be out of date, so `poll_timeout` computes its
     /// deadline afresh, and reaching another context refreshes it first
@@ -103,14 +106,14 @@ impl IncEngine {
             table: LookupTable::new(cfg.max_endpoints),
             arena_used: 0,
             arena: Arena::default(),
-            counters: EngineCounters::default(),
+            counters: Ghost::default(),
             txq: TxQueue::new(cfg.tx_queue_frames, FRAME_LEN),
             work: WorkList::new(cfg.max_endpoints),
-            ident: 0,
-            scratch: vec![0; usize::from(crate::wire::MAX_PAYLOAD_BYTES) * 2],
+            ident: Ghost(0),
+            scratch: Spare::new(vec![0; super::io::SCRATCH_LEN]),
             next_id: 0,
-            frame_drops: FrameDrops::default(),
-            frame_ctx: None,
+            frame_drops: Ghost::default(),
+            frame_ctx: Ghost(None),
             touched: None,
             stale: false,
         }
@@ -322,8 +325,8 @@ impl IncEngine {
     /// Handles one frame that arrived on `port` and says what became of
     /// it. [ENG-001] [ENG-060]
     pub fn handle_frame(&mut self, now: Instant, port: PortNo, frame: &[u8]) -> FrameOutcome {
-        self.frame_drops = FrameDrops::default();
-        self.frame_ctx = None;
+        *self.frame_drops = FrameDrops::default();
+        *self.frame_ctx = None;
         let disposition = self.handle_frame_inner(now, port, frame);
         self.outcome(disposition)
     }
@@ -349,8 +352,8 @@ impl IncEngine {
     fn outcome(&self, disposition: Disposition) -> FrameOutcome {
         FrameOutcome {
             disposition,
-            context: self.frame_ctx,
-            drops: self.frame_drops,
+            context: *self.frame_ctx,
+            drops: *self.frame_drops,
         }
     }
 
@@ -401,8 +404,8 @@ impl IncEngine {
         port: PortNo,
         f: &RoceFrame<'_>,
     ) -> FrameOutcome {
-        self.frame_drops = FrameDrops::default();
-        self.frame_ctx = None;
+        *self.frame_drops = FrameDrops::default();
+        *self.frame_ctx = None;
         self.counters.rx_frames += 1;
         let disposition = self.dispatch(now, port, f);
         self.outcome(disposition)
@@ -453,7 +456,7 @@ impl IncEngine {
             return Err(Disposition::Consumed);
         };
         let ctx = self.contexts.get(entry.ctx);
-        self.frame_ctx = ctx.map(|c| c.id);
+        *self.frame_ctx = ctx.map(|c| c.id);
         let ep = ctx
             .and_then(|c| c.endpoints().get(entry.ep.index()))
             .map(|e| (e.cfg.port, e.cfg.remote_ip));
@@ -532,7 +535,7 @@ impl IncEngine {
         self.drop_frame(reason);
         // The context the frame's destination QP names, if its headers
         // up to the BTH can be read. [ENG-060]
-        self.frame_ctx = dest_qpn(frame, self.cfg.ip)
+        *self.frame_ctx = dest_qpn(frame, self.cfg.ip)
             .and_then(|q| self.table.lookup(q))
             .and_then(|e| self.contexts.get(e.ctx))
             .map(|c| c.id);

@@ -43,7 +43,20 @@ pub(crate) struct Io<'a> {
     pub(crate) now: Instant,
 }
 
+/// Bytes of the engine's scratch buffer (a result payload).
+pub(crate) const SCRATCH_LEN: usize = crate::wire::MAX_PAYLOAD_BYTES as usize * 2;
+
 impl Io<'_> {
+    /// Takes the scratch buffer, sized for a result payload (a cloned
+    /// engine's starts empty, [VER-002]); give it back when done.
+    pub(crate) fn take_scratch(&mut self) -> Vec<u8> {
+        let mut s = core::mem::take(self.scratch);
+        if s.len() < SCRATCH_LEN {
+            s.resize(SCRATCH_LEN, 0);
+        }
+        s
+    }
+
     pub(crate) fn source(&self) -> Source {
         Source {
             mac: self.cfg.mac,

@@ -441,7 +441,7 @@ impl Translated {
         let pipe = &self.up;
         let meta = pipe.meta(slot);
         let len = usize::from(meta.len);
-        let mut scratch = core::mem::take(io.scratch);
+        let mut scratch = io.take_scratch();
         let ok = result_payload(pipe, slot, reduction, len, &mut scratch);
         if ok {
             let pkt = Outgoing {

@@ -117,6 +117,11 @@ impl Pipe {
         }
     }
 
+    /// N, the slots.
+    pub fn slots(&self) -> u32 {
+        self.n
+    }
+
     /// Arena bytes: payload, per-child buffers, degree array, slot records.
     pub(crate) fn footprint(&self) -> (usize, usize, usize, usize) {
         (

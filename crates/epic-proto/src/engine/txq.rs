@@ -20,8 +20,17 @@ use crate::wire::EmitError;
 /// and that buffer is lent: one payload copy per fan-out instead of one
 /// per endpoint. A buffer that copies still need is never built over: the
 /// next copy takes the payload into its own buffer first.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Equality and hashing see the queued frames in order and nothing of
+/// where in the ring they sit, what free buffers still hold, or the
+/// payload cached in `out`: two queues that will send the same frames
+/// are equal. [VER-002] A clone copies only the buffers that hold
+/// queued frames or a lent payload; the others are allocated again at
+/// their next use (only clones ever allocate on the packet path).
+#[derive(Debug)]
 pub(crate) struct TxQueue {
+    /// Bytes of each buffer.
+    frame_len: usize,
     bufs: Vec<Vec<u8>>,
     meta: Vec<Entry>,
     head: usize,
@@ -91,6 +100,7 @@ pub(crate) struct Popped {
 impl TxQueue {
     pub(crate) fn new(frames: usize, frame_len: usize) -> TxQueue {
         TxQueue {
+            frame_len,
             bufs: vec![vec![0; frame_len]; frames],
             meta: vec![Entry::default(); frames],
             head: 0,
@@ -186,6 +196,11 @@ impl TxQueue {
             return None;
         }
         let at = (self.head + self.len) % cap;
+        if let Some(b) = self.bufs.get_mut(at) {
+            if b.len() < self.frame_len {
+                b.resize(self.frame_len, 0);
+            }
+        }
         if self.shared == Some(at) {
             self.shared = None;
             let head = self.head;
@@ -270,6 +285,9 @@ impl TxQueue {
     #[inline]
     pub(crate) fn take_out(&mut self) -> Vec<u8> {
         self.lending = true;
+        if self.out.len() < self.frame_len {
+            self.out.resize(self.frame_len, 0);
+        }
         core::mem::take(&mut self.out)
     }
 
@@ -337,8 +355,10 @@ impl TxQueue {
     }
 }
 
-/// A FIFO of (context, endpoint) pairs with something to send.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// A FIFO of (context, endpoint) pairs with something to send. Equality
+/// and hashing see the pairs in order, not where the ring holds them.
+/// [VER-002]
+#[derive(Debug, Clone)]
 pub(crate) struct WorkList {
     ring: Vec<(ContextSlot, EdgeId)>,
     head: usize,
@@ -399,6 +419,107 @@ impl WorkList {
             }
         }
         self.len = kept;
+    }
+}
+
+impl TxQueue {
+    /// The queued frames in sending order: each entry and the bytes its
+    /// buffer holds for it.
+    fn queued(&self) -> impl Iterator<Item = (&Entry, &[u8])> + '_ {
+        let cap = self.meta.len().max(1);
+        (0..self.len).filter_map(move |i| {
+            let at = (self.head + i) % cap;
+            let e = self.meta.get(at)?;
+            let b = self.bufs.get(at)?;
+            Some((e, b.get(..e.len).unwrap_or(b)))
+        })
+    }
+
+    /// The lent buffer's place relative to the head of the ring.
+    fn shared_from_head(&self) -> Option<usize> {
+        let cap = self.meta.len().max(1);
+        self.shared.map(|s| (s + cap - self.head % cap) % cap)
+    }
+}
+
+impl Clone for TxQueue {
+    fn clone(&self) -> TxQueue {
+        let cap = self.bufs.len().max(1);
+        let live =
+            |at: usize| self.shared == Some(at) || (at + cap - self.head % cap) % cap < self.len;
+        TxQueue {
+            frame_len: self.frame_len,
+            bufs: self
+                .bufs
+                .iter()
+                .enumerate()
+                .map(|(at, b)| if live(at) { b.clone() } else { Vec::new() })
+                .collect(),
+            meta: self.meta.clone(),
+            head: self.head,
+            len: self.len,
+            shared: self.shared,
+            pushed: self.pushed,
+            out: Vec::new(),
+            // `out` no longer holds the payload it named.
+            held: None,
+            lending: self.lending,
+            around: self.around,
+        }
+    }
+}
+
+impl PartialEq for TxQueue {
+    fn eq(&self, other: &TxQueue) -> bool {
+        self.meta.len() == other.meta.len()
+            && self.len == other.len
+            && self.queued().eq(other.queued())
+            && self.shared_from_head() == other.shared_from_head()
+            && self.lending == other.lending
+            && self.around == other.around
+    }
+}
+
+impl Eq for TxQueue {}
+
+impl core::hash::Hash for TxQueue {
+    fn hash<H: core::hash::Hasher>(&self, h: &mut H) {
+        self.meta.len().hash(h);
+        self.len.hash(h);
+        for (e, b) in self.queued() {
+            e.hash(h);
+            b.hash(h);
+        }
+        self.shared_from_head().hash(h);
+        self.lending.hash(h);
+        self.around.hash(h);
+    }
+}
+
+impl WorkList {
+    fn queued(&self) -> impl Iterator<Item = &(ContextSlot, EdgeId)> + '_ {
+        let cap = self.ring.len().max(1);
+        (0..self.len).filter_map(move |i| self.ring.get((self.head + i) % cap))
+    }
+}
+
+impl PartialEq for WorkList {
+    fn eq(&self, other: &WorkList) -> bool {
+        self.ring.len() == other.ring.len()
+            && self.len == other.len
+            && self.queued().eq(other.queued())
+    }
+}
+
+impl Eq for WorkList {}
+
+impl core::hash::Hash for WorkList {
+    fn hash<H: core::hash::Hasher>(&self, h: &mut H) {
+        self.ring.len().hash(h);
+        self.len.hash(h);
+        for e in self.queued() {
+            e.hash(h);
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use super::request::CheckedRequest;
 use super::sendbuf::SendBuf;
 use crate::engine::aggregate::Reduction;
 use crate::engine::PatternBinding;
+use crate::ghost::Ghost;
 use crate::psn::Psn;
 use crate::roce::{Completion, ConfigError, QpConfig, RcQp, SendOp, WcStatus, WrId};
 use crate::time::Instant;
@@ -89,7 +90,11 @@ struct Call {
 }
 
 /// One rank's collective driver. [HOST-001]
-#[derive(Debug)]
+///
+/// Equality and hashing leave out the buffers kept for reuse: two ranks
+/// that differ in them alone behave alike (the model checker relies on
+/// it, [VER-002]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct HostRank {
     cfg: HostConfig,
     /// One lane (resync profile) or 2K + 1 ordered by
@@ -110,10 +115,10 @@ pub struct HostRank {
     /// a call's messages have the same length, so reusing them allocates
     /// nothing after the first window. (Sends copy nothing: each message
     /// is a [`SendBuf`] into the call's input.)
-    spare: Vec<Vec<u8>>,
+    spare: Ghost<Vec<Vec<u8>>>,
     /// The last invocation's receive buffer, kept for the next one (its
     /// pages stay mapped; it is filled in order without zeroing).
-    spare_received: Vec<u8>,
+    spare_received: Ghost<Vec<u8>>,
 }
 
 /// Buffers [`HostRank`] keeps for reuse, at most.
@@ -201,8 +206,8 @@ impl HostRank {
             event: None,
             pace_by_results: false,
             contended: false,
-            spare: Vec::new(),
-            spare_received: Vec::new(),
+            spare: Ghost(Vec::new()),
+            spare_received: Ghost(Vec::new()),
         }
     }
 
@@ -522,7 +527,7 @@ impl HostRank {
             // Received messages are appended in order (RC completes
             // receives in order): no zeroing.
             received: if recvs {
-                let mut r = core::mem::take(spare_received);
+                let mut r = core::mem::take(&mut spare_received.0);
                 r.clear();
                 r.reserve(bytes);
                 r
@@ -721,7 +726,7 @@ impl HostRank {
             _ => {}
         }
         if a.received.capacity() > self.spare_received.capacity() {
-            self.spare_received = a.received;
+            *self.spare_received = a.received;
         }
         let Some(lane) = self.lanes.get_mut(a.lane) else {
             return Err(HostError::Refused);

@@ -74,7 +74,7 @@ impl fmt::Display for HostSetupError {
 impl core::error::Error for HostSetupError {}
 
 /// One connection of a rank.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Lane {
     /// `None`: the single connection for every pattern.
     pub(crate) binding: Option<PatternBinding>,

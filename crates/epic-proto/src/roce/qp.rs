@@ -13,6 +13,7 @@ use super::timer::{Timer, Timers};
 use super::work::{Completion, Rkey, SendOp, WcOpcode, WcStatus, WrId};
 use super::Queue;
 use crate::cc::{CnpPacer, CnpVerdict, ReactionPoint, RttEstimator};
+use crate::ghost::Ghost;
 use crate::psn::Psn;
 use crate::time::Instant;
 use crate::wire::{
@@ -68,8 +69,10 @@ pub struct RcQp<B, R> {
     /// Which queue each completion, in order, belongs to.
     cq: VecDeque<Queue>,
     timers: Timers,
-    counters: Counters,
-    ip_ident: u16,
+    /// Ghosts: the counters and the IPv4 identification change nothing
+    /// the QP does. [VER-002]
+    counters: Ghost<Counters>,
+    ip_ident: Ghost<u16>,
     /// DCQCN, when `cfg.cc` is set. [CC-110]
     cc: Option<QpCc>,
     /// The credits this responder granted, when `cfg.advertise_credits`
@@ -111,8 +114,8 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
             resp: Responder::new(&cfg),
             cq: VecDeque::with_capacity(usize::from(cfg.sq_depth) + usize::from(cfg.rq_depth)),
             timers: Timers::default(),
-            counters: Counters::default(),
-            ip_ident: 0,
+            counters: Ghost::default(),
+            ip_ident: Ghost(0),
             cc,
             advert: CreditAdvert::default(),
         })

@@ -36,7 +36,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
         payload_len: usize,
     ) -> RoceFrameRepr {
         let path = &self.cfg.path;
-        self.ip_ident = self.ip_ident.wrapping_add(1);
+        *self.ip_ident = self.ip_ident.wrapping_add(1);
         RoceFrameRepr {
             eth: EthernetRepr {
                 dst: path.remote_mac,
@@ -53,7 +53,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
                 } else {
                     path.ecn
                 },
-                ident: self.ip_ident,
+                ident: *self.ip_ident,
                 dont_frag: true,
                 ttl: path.ttl,
                 protocol: IpProtocol::Udp,

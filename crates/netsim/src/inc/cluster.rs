@@ -84,6 +84,10 @@ pub struct ClusterConfig {
     /// ([`ClusterConfig::path_initial_rto`]) instead of the 1 ms default
     /// for an unknown path. Off by default. [CC-123]
     pub rto_from_path: bool,
+    /// Frames each switch's output queue holds (1024 by default). A tool
+    /// that clones switches by the million (the model checker) keeps it
+    /// small.
+    pub switch_tx_frames: usize,
 }
 
 impl ClusterConfig {
@@ -112,6 +116,7 @@ impl ClusterConfig {
             cc: None,
             window_from_bdp: false,
             rto_from_path: false,
+            switch_tx_frames: 1024,
         }
     }
 
@@ -467,7 +472,7 @@ fn switch_engine(cfg: &ClusterConfig, tree: &IncTree, i: usize) -> Result<IncEng
     ecfg.retransmit_timeout = cfg.switch_timeout;
     ecfg.send_cnp = cfg.send_cnp;
     ecfg.pitfall = cfg.pitfall;
-    ecfg.tx_queue_frames = 1024;
+    ecfg.tx_queue_frames = cfg.switch_tx_frames.max(1);
     ecfg.max_contexts = ecfg.max_contexts.max(bindings.len());
     ecfg.max_endpoints = ecfg.max_endpoints.max(bindings.len() * s.ports.len());
     ecfg.max_group_size = ecfg.max_group_size.max(ranks);

@@ -104,7 +104,7 @@ impl Augmented {
             };
             match reduction {
                 Some(_) => {
-                    let mut scratch = core::mem::take(io.scratch);
+                    let mut scratch = io.take_scratch();
                     let ok = result_payload(pipe, slot, reduction, n, &mut scratch);
                     let r = ok.then(|| {
                         let payload = scratch.get(..n).unwrap_or(&[]);

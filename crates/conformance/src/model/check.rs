@@ -1,0 +1,286 @@
+//! The model: stateright's `Model` over [`World`], its actions and its
+//! properties. [VER-001] [VER-005]
+
+use stateright::{Model, Property};
+
+use epic_proto::engine::aggregate::Reduction;
+use epic_proto::engine::{Mode, PipeId};
+use epic_proto::host::HostEvent;
+use epic_proto::wire::{AethRepr, RoceFrame};
+use epic_proto::Psn;
+
+use super::build::Setup;
+use super::config::ModelCollective;
+use super::data;
+use super::world::{Machine, World};
+
+/// One step of the search. [VER-001]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Deliver the frame in flight at this index.
+    Deliver(usize),
+    /// Lose it.
+    Drop(usize),
+    /// Deliver it twice: a copy stays in flight.
+    Duplicate(usize),
+    /// Fire this node's earliest timer.
+    Fire(usize),
+}
+
+/// The model of one configuration.
+#[derive(Debug, Clone)]
+pub struct EpicModel {
+    /// What stays fixed.
+    pub setup: Setup,
+    /// The initial state.
+    pub init: World,
+}
+
+impl EpicModel {
+    /// Indices of the flights worth acting on: the first of each run of
+    /// equal frames (acting on any of them gives the same state), and
+    /// without reordering only the head of each link.
+    fn distinct_flights(&self, s: &World, heads_only: bool) -> Vec<usize> {
+        let mut out = Vec::new();
+        for (i, f) in s.flights.iter().enumerate() {
+            let prev = i.checked_sub(1).and_then(|p| s.flights.get(p));
+            if heads_only {
+                if prev.is_some_and(|p| p.to == f.to) {
+                    continue;
+                }
+            } else if prev == Some(f) {
+                continue;
+            }
+            out.push(i);
+        }
+        out
+    }
+
+    /// Whether node `n`'s timer may fire now: timers fire only when no
+    /// frame is in flight (every timeout is longer than any frame's trip),
+    /// while some rank's call is still running, and in deadline order (the
+    /// earliest first; equal deadlines in any order), as clocks do.
+    fn may_fire(&self, s: &World, n: usize) -> bool {
+        if !s.flights.is_empty() || s.all_done() || s.fires > self.setup.cfg.max_timeouts {
+            return false;
+        }
+        let Some(mine) = s.machine(n).and_then(Machine::poll_timeout) else {
+            return false;
+        };
+        s.nodes
+            .iter()
+            .filter_map(|h| h.machine().poll_timeout())
+            .all(|d| mine <= d)
+    }
+
+    /// Whether the state has no step left.
+    pub fn is_terminal(&self, s: &World) -> bool {
+        let mut a = Vec::new();
+        self.actions(s, &mut a);
+        a.is_empty()
+    }
+}
+
+impl Model for EpicModel {
+    type State = World;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<World> {
+        vec![self.init.clone()]
+    }
+
+    fn actions(&self, s: &World, actions: &mut Vec<Action>) {
+        let cfg = &self.setup.cfg;
+        let deliverable = self.distinct_flights(s, !cfg.reorder);
+        actions.extend(deliverable.iter().map(|&i| Action::Deliver(i)));
+        if s.drops < cfg.max_loss || s.dups < cfg.max_dup {
+            let any = self.distinct_flights(s, false);
+            if s.drops < cfg.max_loss {
+                actions.extend(any.iter().map(|&i| Action::Drop(i)));
+            }
+            if s.dups < cfg.max_dup {
+                actions.extend(any.iter().map(|&i| Action::Duplicate(i)));
+            }
+        }
+        for n in 0..s.nodes.len() {
+            if self.may_fire(s, n) {
+                actions.push(Action::Fire(n));
+            }
+        }
+    }
+
+    fn next_state(&self, last: &World, action: Action) -> Option<World> {
+        let mut s = last.clone();
+        let wiring = &self.setup.wiring;
+        match action {
+            Action::Deliver(i) => s.deliver(wiring, i),
+            Action::Drop(i) => s.drop_flight(i),
+            Action::Duplicate(i) => s.duplicate(i),
+            Action::Fire(n) => s.fire(wiring, n),
+        }
+        s.canonicalize(self.setup.cfg.reorder);
+        Some(s)
+    }
+
+    fn format_step(&self, last: &World, action: Action) -> Option<String> {
+        Some(super::trace::describe(&self.setup, last, action))
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![
+            Property::always("results are exact", results_exact),
+            Property::always("no rank fails", no_rank_fails),
+            Property::always("every slot holds its own PSN's data", slots_hold_their_data),
+            Property::always("every run ends with every rank done", terminal_means_done),
+            Property::always("no run livelocks on timeouts", timeouts_bounded),
+            Property::sometimes("a frame is lost", |_, s: &World| s.reached.dropped),
+            Property::sometimes("a timer fires", |_, s: &World| s.reached.fired),
+            Property::sometimes("every rank completes", all_completed),
+            Property::sometimes("a rank retransmits", rank_retransmits),
+            Property::sometimes("a NAK is in flight", nak_in_flight),
+        ]
+    }
+}
+
+/// Every completed rank holds exactly the reduction. [VER-005]
+fn results_exact(m: &EpicModel, s: &World) -> bool {
+    s.ranks()
+        .zip(&m.setup.expected)
+        .all(|(r, want)| match &r.outcome {
+            Some(HostEvent::Completed { output }) => output == want,
+            _ => true,
+        })
+}
+
+/// No rank's call fails. [VER-005]
+fn no_rank_fails(_: &EpicModel, s: &World) -> bool {
+    s.ranks()
+        .all(|r| !matches!(r.outcome, Some(HostEvent::Failed(_) | HostEvent::Denied)))
+}
+
+/// Once nothing can happen, every rank's call has ended: §5.1's
+/// termination once losses stop (the fault budget is finite). [VER-005]
+fn terminal_means_done(m: &EpicModel, s: &World) -> bool {
+    s.all_done() || !m.is_terminal(s)
+}
+
+/// A run takes at most `max_timeouts` timer firings; more is a livelock
+/// (a peer that never answers is retried forever). [VER-005]
+fn timeouts_bounded(m: &EpicModel, s: &World) -> bool {
+    s.fires <= m.setup.cfg.max_timeouts
+}
+
+/// Every pipe slot that holds data holds the data of the PSN its tag
+/// names, each rank counted at most once: no slot aliased between two
+/// PSNs (Figure 6) and no data taken outside a valid range. Modes II and
+/// III (Mode I keeps whole messages, checked by its results). [VER-006]
+fn slots_hold_their_data(m: &EpicModel, s: &World) -> bool {
+    bad_slot(m, s).is_none()
+}
+
+/// The first slot that breaks [`slots_hold_their_data`], described.
+pub fn bad_slot(m: &EpicModel, s: &World) -> Option<String> {
+    if m.setup.cfg.mode == Mode::Terminated {
+        return None;
+    }
+    let req = data::request(m.setup.cfg.collective);
+    let reduction = match m.setup.cfg.collective {
+        ModelCollective::Broadcast => None,
+        _ => Reduction::from_wire(req.dtype, req.op),
+    };
+    let start = m.setup.cfg_start_psn();
+    for (sw, e) in s.switches().enumerate() {
+        for ctx in e.contexts() {
+            for pipe in [PipeId::Up, PipeId::Down] {
+                let Some(p) = ctx.pipe(pipe) else { continue };
+                for slot in 0..p.slots() as usize {
+                    let Some((Some(tag), complete, degree)) = ctx.slot_state(pipe, slot) else {
+                        continue;
+                    };
+                    if degree == 0 {
+                        continue;
+                    }
+                    // The Down pipe keeps results as they travel.
+                    let r = if pipe == PipeId::Down {
+                        None
+                    } else {
+                        reduction
+                    };
+                    let Some(bytes) = ctx.slot_data(pipe, slot, r) else {
+                        continue;
+                    };
+                    let packet = tag
+                        .distance_from(start)
+                        .wrapping_sub(m.setup.first_data_psn);
+                    if let Err(fault) =
+                        data::check_slot(&bytes, packet, m.setup.per_packet, m.setup.ranks)
+                    {
+                        return Some(format!(
+                            "switch {sw} {pipe:?} pipe slot {slot}: tag {tag:?}, degree {degree}, \
+                             complete {complete}, psn_start {:?}: {fault:?}",
+                            ctx.psn_start(pipe)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// What is wrong in `s` for `property`, when there is more to say than
+/// its name.
+pub fn explain(m: &EpicModel, s: &World, property: &str) -> Option<String> {
+    match property {
+        "every slot holds its own PSN's data" => bad_slot(m, s),
+        "results are exact" | "no rank fails" | "every run ends with every rank done" => Some(
+            s.ranks()
+                .enumerate()
+                .map(|(i, r)| match &r.outcome {
+                    Some(HostEvent::Completed { output }) => format!(
+                        "rank {i}: completed, {}",
+                        if m.setup.expected.get(i) == Some(output) {
+                            "exact"
+                        } else {
+                            "WRONG"
+                        }
+                    ),
+                    Some(other) => format!("rank {i}: {other:?}"),
+                    None => format!("rank {i}: running"),
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        _ => None,
+    }
+}
+
+/// Every rank completed.
+fn all_completed(_: &EpicModel, s: &World) -> bool {
+    s.ranks()
+        .all(|r| matches!(r.outcome, Some(HostEvent::Completed { .. })))
+}
+
+/// Some rank's QP resent a request (read from its ghost counters: a
+/// witness, never a proof of absence).
+fn rank_retransmits(_: &EpicModel, s: &World) -> bool {
+    s.ranks()
+        .any(|r| r.host.qps().any(|(_, q)| q.counters().tx_retransmits > 0))
+}
+
+/// A NAK is on its way somewhere.
+fn nak_in_flight(_: &EpicModel, s: &World) -> bool {
+    s.flights.iter().any(|f| {
+        RoceFrame::parse(&f.frame)
+            .ok()
+            .and_then(|r| r.ext.aeth)
+            .is_some_and(|a: AethRepr| a.syndrome.is_nak())
+    })
+}
+
+impl Setup {
+    /// The PSN every QP and context starts at.
+    pub fn cfg_start_psn(&self) -> Psn {
+        Psn::ZERO
+    }
+}

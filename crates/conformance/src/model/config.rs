@@ -1,0 +1,193 @@
+//! What to check: the tree, the mode, the call and the faults the search
+//! may inject. [VER-003]
+
+use core::fmt;
+
+use epic_proto::engine::{Mode, Pitfall};
+use epic_proto::roce::Transport;
+use epic_topology::TreeSpec;
+
+/// The collectives the checker runs (the paper's Appendix H three).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelCollective {
+    /// Every rank gets the sum.
+    AllReduce,
+    /// The root gets the sum.
+    Reduce,
+    /// Every rank gets the root's vector.
+    Broadcast,
+}
+
+impl ModelCollective {
+    /// The three, in the paper's order.
+    pub const ALL: [ModelCollective; 3] = [
+        ModelCollective::AllReduce,
+        ModelCollective::Reduce,
+        ModelCollective::Broadcast,
+    ];
+
+    /// `allreduce`, `reduce` or `broadcast`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelCollective::AllReduce => "allreduce",
+            ModelCollective::Reduce => "reduce",
+            ModelCollective::Broadcast => "broadcast",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<ModelCollective> {
+        ModelCollective::ALL.into_iter().find(|c| c.name() == s)
+    }
+}
+
+/// One configuration to check exhaustively. [VER-003]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelConfig {
+    /// The tree (`tree-3-2` is the paper's: one spine, two leaves, four
+    /// ranks).
+    pub tree: TreeSpec,
+    /// Mode I, II or III.
+    pub mode: Mode,
+    /// The call.
+    pub collective: ModelCollective,
+    /// Packets each rank sends (one per message, all in flight at once).
+    pub packets: u32,
+    /// Frames the search may drop, in all.
+    pub max_loss: u8,
+    /// Frames the search may duplicate, in all.
+    pub max_dup: u8,
+    /// Frames on a link may overtake each other.
+    pub reorder: bool,
+    /// The ranks' transport profile.
+    pub transport: Transport,
+    /// A deliberately wrong engine (mutants only).
+    pub pitfall: Option<Pitfall>,
+    /// N, slots per pipe, if not the cluster's rule (2·(M·W + 1) rounded
+    /// up to a power of two).
+    pub slots: Option<u32>,
+    /// Timer firings a run may take before it counts as a livelock.
+    pub max_timeouts: u16,
+    /// Worker threads.
+    pub threads: usize,
+    /// Breadth-first (gives the diameter, keeps the frontier's states in
+    /// memory) instead of depth-first (keeps only fingerprints and the
+    /// path).
+    pub bfs: bool,
+    /// Give up after this long; a search stopped here is reported as not
+    /// exhaustive.
+    pub time_limit: Option<std::time::Duration>,
+    /// Give up after this many distinct states (0: no limit); a search
+    /// stopped here is reported as not exhaustive.
+    pub max_states: usize,
+}
+
+impl ModelConfig {
+    /// The paper's setting for `mode` and `collective`: Tree-3-2, three
+    /// packets per rank, at most one loss, links that reorder, go-back-N.
+    pub fn paper(mode: Mode, collective: ModelCollective) -> ModelConfig {
+        ModelConfig {
+            tree: TreeSpec {
+                depth: 3,
+                degree: 2,
+            },
+            mode,
+            collective,
+            packets: 3,
+            max_loss: 1,
+            max_dup: 0,
+            reorder: true,
+            transport: Transport::Gbn,
+            pitfall: None,
+            slots: None,
+            max_timeouts: DEFAULT_MAX_TIMEOUTS,
+            threads: 1,
+            bfs: false,
+            time_limit: None,
+            max_states: 0,
+        }
+    }
+}
+
+/// Timer firings a run may take before it counts as a livelock: with
+/// retry_cnt 7 ("retry forever", rxe's [RC-041]) a run whose peer never
+/// answers retries without end, and logical time grows with it, so the
+/// search bounds it here and reports such a run. [VER-005]
+pub const DEFAULT_MAX_TIMEOUTS: u16 = 24;
+
+/// Parses `1`, `2` or `3`.
+pub fn parse_mode(s: &str) -> Option<Mode> {
+    match s {
+        "1" => Some(Mode::Terminated),
+        "2" => Some(Mode::Translated),
+        "3" => Some(Mode::Augmented),
+        _ => None,
+    }
+}
+
+/// The mode's number.
+pub fn mode_number(m: Mode) -> u8 {
+    match m {
+        Mode::Terminated => 1,
+        Mode::Translated => 2,
+        Mode::Augmented => 3,
+    }
+}
+
+impl ModelConfig {
+    /// The `epic model-check` arguments that select this configuration
+    /// (written into a counterexample so that it replays).
+    pub fn args(&self) -> String {
+        let mut a = format!(
+            "--mode {} --collective {} --topology tree-{}-{} --packets {} --max-loss {} --max-dup {}",
+            mode_number(self.mode),
+            self.collective.name(),
+            self.tree.depth,
+            self.tree.degree,
+            self.packets,
+            self.max_loss,
+            self.max_dup
+        );
+        if self.max_timeouts != DEFAULT_MAX_TIMEOUTS {
+            a.push_str(&format!(" --max-timeouts {}", self.max_timeouts));
+        }
+        if self.reorder {
+            a.push_str(" --reorder");
+        }
+        if let Transport::Sr(_) = self.transport {
+            a.push_str(" --transport sr");
+        }
+        if let Some(s) = self.slots {
+            a.push_str(&format!(" --slots {s}"));
+        }
+        if let Some(p) = self.pitfall {
+            a.push_str(&format!(" --mutant {}", p.name()));
+        }
+        a
+    }
+}
+
+impl fmt::Display for ModelConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "mode {} {} tree-{}-{} {} packets, loss ≤ {}, dup ≤ {}, {}, {}",
+            mode_number(self.mode),
+            self.collective.name(),
+            self.tree.depth,
+            self.tree.degree,
+            self.packets,
+            self.max_loss,
+            self.max_dup,
+            if self.reorder {
+                "reordering"
+            } else {
+                "FIFO links"
+            },
+            match self.transport {
+                Transport::Gbn => "go-back-N",
+                Transport::Sr(_) => "SR",
+            }
+        )
+    }
+}

@@ -1,0 +1,172 @@
+//! Runs a search and reports it. [VER-003]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use stateright::{Checker, Expectation, HasDiscoveries, Model};
+
+use super::build;
+use super::check::EpicModel;
+use super::config::ModelConfig;
+use super::error::ModelError;
+use super::trace;
+
+/// How a search ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every property holds in every reachable state.
+    Pass,
+    /// A property is violated; the counterexample is in `dir`.
+    Violation {
+        /// The property.
+        property: String,
+        /// Steps from the initial state.
+        steps: usize,
+        /// Where `steps.txt` and `frames.pcap` are, if written.
+        dir: Option<PathBuf>,
+    },
+    /// A "sometimes" property was never reached: the pass would be
+    /// vacuous for it.
+    Unreached(Vec<String>),
+    /// The search stopped at its state or time limit before it was
+    /// exhaustive.
+    Bounded,
+}
+
+/// What a search found. [VER-003]
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The configuration.
+    pub cfg: ModelConfig,
+    /// States generated, duplicates included (TLC's "total").
+    pub states: usize,
+    /// Distinct states.
+    pub distinct: usize,
+    /// The longest shortest path from the initial state.
+    pub diameter: usize,
+    /// Wall time.
+    pub elapsed: Duration,
+    /// The process's peak resident memory at the end, in bytes.
+    pub peak_rss: u64,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+impl Report {
+    /// Whether the search passed.
+    pub fn passed(&self) -> bool {
+        self.verdict == Verdict::Pass
+    }
+}
+
+/// The "sometimes" properties a configuration must reach (the others
+/// depend on its faults).
+fn required_sometimes(cfg: &ModelConfig, name: &str) -> bool {
+    match name {
+        "a frame is lost" | "a timer fires" | "a rank retransmits" => cfg.max_loss > 0,
+        "a NAK is in flight" => cfg.max_loss > 0 && cfg.reorder,
+        _ => true,
+    }
+}
+
+/// Searches `cfg` exhaustively, breadth-first; a violation's path is
+/// written under `out` when given. [VER-003]
+pub fn check(cfg: &ModelConfig, out: Option<&std::path::Path>) -> Result<Report, ModelError> {
+    let (setup, init) = build::initial(cfg)?;
+    let model = EpicModel { setup, init };
+    let started = Instant::now();
+    let mut builder = model
+        .clone()
+        .checker()
+        .threads(cfg.threads.max(1))
+        .finish_when(HasDiscoveries::AnyFailures);
+    if cfg.max_states > 0 {
+        builder = builder.target_state_count(cfg.max_states);
+    }
+    if let Some(t) = cfg.time_limit {
+        builder = builder.timeout(t);
+    }
+    if cfg.bfs {
+        finish(&model, builder.spawn_bfs().join(), started, out)
+    } else {
+        finish(&model, builder.spawn_dfs().join(), started, out)
+    }
+}
+
+/// The report of a finished search.
+fn finish(
+    model: &EpicModel,
+    checker: impl Checker<EpicModel>,
+    started: Instant,
+    out: Option<&std::path::Path>,
+) -> Result<Report, ModelError> {
+    let cfg = &model.setup.cfg;
+    let elapsed = started.elapsed();
+    let states = checker.state_count();
+    let distinct = checker.unique_state_count();
+    let diameter = checker.max_depth();
+    let mut verdict = Verdict::Pass;
+    let mut unreached = Vec::new();
+    for p in model.properties() {
+        let found = checker.discovery(p.name);
+        match (p.expectation, found) {
+            (Expectation::Always | Expectation::Eventually, Some(path)) => {
+                let steps = path.clone().into_vec();
+                let dir = out.map(|o| o.to_path_buf());
+                let detail = steps
+                    .last()
+                    .and_then(|(last, _)| super::check::explain(model, last, p.name));
+                if let Some(d) = &dir {
+                    trace::write_counterexample(
+                        d,
+                        &model.setup,
+                        &cfg.args(),
+                        p.name,
+                        detail.as_deref(),
+                        &steps,
+                    )?;
+                }
+                verdict = Verdict::Violation {
+                    property: p.name.to_string(),
+                    steps: steps.len().saturating_sub(1),
+                    dir,
+                };
+                break;
+            }
+            (Expectation::Sometimes, None) if required_sometimes(cfg, p.name) => {
+                unreached.push(p.name.to_string());
+            }
+            _ => {}
+        }
+    }
+    if verdict == Verdict::Pass {
+        let timed_out = cfg.time_limit.is_some_and(|t| elapsed >= t);
+        if timed_out || (cfg.max_states > 0 && states >= cfg.max_states) {
+            verdict = Verdict::Bounded;
+        } else if !unreached.is_empty() {
+            verdict = Verdict::Unreached(unreached);
+        }
+    }
+    Ok(Report {
+        cfg: *cfg,
+        states,
+        distinct,
+        diameter,
+        elapsed,
+        peak_rss: peak_rss(),
+        verdict,
+    })
+}
+
+/// VmHWM of this process, in bytes (0 where /proc is not there).
+pub fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}

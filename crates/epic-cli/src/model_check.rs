@@ -1,0 +1,230 @@
+//! `epic model-check`: the exhaustive model checker of the conformance
+//! crate over the engine, RC endpoint and host driver. [VER-003]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use conformance::model::config::parse_mode;
+use conformance::model::replay::{parse_steps, recorded_args, replay};
+use conformance::model::{check, ModelCollective, ModelConfig, Report, Verdict};
+use epic_proto::engine::Pitfall;
+use epic_topology::TreeSpec;
+
+use crate::args::TransportArg;
+
+/// Arguments of `epic model-check`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ModelCheckArgs {
+    /// The mode: 1, 2 or 3.
+    #[arg(long, default_value = "2", value_parser = ["1", "2", "3"])]
+    mode: String,
+    /// allreduce, reduce or broadcast.
+    #[arg(long, default_value = "allreduce", value_parser = ["allreduce", "reduce", "broadcast"])]
+    collective: String,
+    /// The tree, `tree-H-D` (at most 4 ranks).
+    #[arg(long, default_value = "tree-2-2")]
+    topology: TreeSpec,
+    /// Packets each rank sends.
+    #[arg(long, default_value_t = 1)]
+    packets: u32,
+    /// Frames the search may lose, in all.
+    #[arg(long, default_value_t = 1)]
+    max_loss: u8,
+    /// Frames the search may duplicate, in all (`--dup` is 1).
+    #[arg(long, default_value_t = 0)]
+    max_dup: u8,
+    /// Let one frame be duplicated (the same as --max-dup 1).
+    #[arg(long)]
+    dup: bool,
+    /// Frames on a link may overtake each other.
+    #[arg(long)]
+    reorder: bool,
+    /// The ranks' transport profile.
+    #[arg(long, value_enum, default_value = "gbn")]
+    transport: TransportArg,
+    /// Slots per pipe (default: the cluster's rule).
+    #[arg(long)]
+    slots: Option<u32>,
+    /// Timer firings a run may take before it counts as a livelock.
+    #[arg(long, default_value_t = conformance::model::config::DEFAULT_MAX_TIMEOUTS)]
+    max_timeouts: u16,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Breadth-first: reports the diameter, keeps the frontier in memory.
+    #[arg(long)]
+    bfs: bool,
+    /// Stop after this many generated states (0: none); a search stopped
+    /// there is not exhaustive and exits 1.
+    #[arg(long, default_value_t = 0)]
+    max_states: usize,
+    /// Stop after this many seconds; a search stopped there is not
+    /// exhaustive and exits 1.
+    #[arg(long, value_name = "SECS")]
+    time_limit: Option<u64>,
+    /// A deliberately wrong engine (`--features mutants` builds only).
+    #[arg(long, value_name = "NAME")]
+    mutant: Option<String>,
+    /// Where a counterexample goes.
+    #[arg(long, default_value = "model-check-counterexample")]
+    out: PathBuf,
+    /// Replay a counterexample's steps.txt instead of searching.
+    #[arg(long, value_name = "STEPS")]
+    replay: Option<PathBuf>,
+}
+
+/// Parses a whole `epic model-check` argument list (for `--replay`).
+#[derive(Debug, Parser)]
+#[command(name = "model-check")]
+struct Recorded {
+    #[command(flatten)]
+    args: ModelCheckArgs,
+}
+
+impl ModelCheckArgs {
+    fn config(&self) -> Result<ModelConfig, String> {
+        let mode = parse_mode(&self.mode).ok_or("--mode: 1, 2 or 3")?;
+        let collective = ModelCollective::parse(&self.collective).ok_or("--collective")?;
+        let mut cfg = ModelConfig::paper(mode, collective);
+        cfg.tree = self.topology;
+        cfg.packets = self.packets;
+        cfg.max_loss = self.max_loss;
+        cfg.max_dup = self.max_dup.max(u8::from(self.dup));
+        cfg.reorder = self.reorder;
+        cfg.transport = self.transport.transport();
+        cfg.slots = self.slots;
+        cfg.max_timeouts = self.max_timeouts;
+        cfg.threads = self.threads.max(1);
+        cfg.bfs = self.bfs;
+        cfg.max_states = self.max_states;
+        cfg.time_limit = self.time_limit.map(std::time::Duration::from_secs);
+        if let Some(m) = &self.mutant {
+            cfg.pitfall = Some(Pitfall::from_name(m).ok_or_else(|| {
+                format!("--mutant {m}: unknown, or this build has no mutants (--features mutants)")
+            })?);
+        }
+        Ok(cfg)
+    }
+}
+
+fn print_report(r: &Report) {
+    println!("{}", r.cfg);
+    println!("  states explored  {}", r.states);
+    println!("  distinct states  {}", r.distinct);
+    println!(
+        "  {}         {}",
+        if r.cfg.bfs { "diameter" } else { "depth   " },
+        r.diameter
+    );
+    println!("  time             {:.2} s", r.elapsed.as_secs_f64());
+    println!("  peak memory      {} MiB", r.peak_rss >> 20);
+    match &r.verdict {
+        Verdict::Pass => println!("  verdict          pass (exhaustive)"),
+        Verdict::Bounded => println!("  verdict          NOT EXHAUSTIVE: stopped at --max-states or --time-limit"),
+        Verdict::Unreached(p) => println!(
+            "  verdict          VACUOUS: never reached: {}",
+            p.join(", ")
+        ),
+        Verdict::Violation {
+            property,
+            steps,
+            dir,
+        } => {
+            println!("  verdict          VIOLATION of \"{property}\" after {steps} steps");
+            if let Some(d) = dir {
+                println!(
+                    "  counterexample   {}/steps.txt, {}/frames.pcap",
+                    d.display(),
+                    d.display()
+                );
+                println!(
+                    "  replay           epic model-check --replay {}/steps.txt",
+                    d.display()
+                );
+            }
+        }
+    }
+}
+
+fn run_replay(path: &PathBuf) -> ExitCode {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("epic model-check: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let Some(mut argv) = recorded_args(&text) else {
+        eprintln!("epic model-check: {}: no `# args:` line", path.display());
+        return ExitCode::from(2);
+    };
+    argv.insert(0, "model-check".into());
+    let cfg = match Recorded::try_parse_from(argv)
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.args.config())
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("epic model-check: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let steps = match parse_steps(&text).and_then(|a| replay(&cfg, &a)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("epic model-check: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("{cfg}");
+    let mut violated = false;
+    for s in &steps {
+        println!("{:>4} {:?}  {}", s.number, s.action, s.text);
+        for (p, detail) in &s.violated {
+            violated = true;
+            println!(
+                "     VIOLATION of \"{p}\"{}",
+                detail
+                    .as_ref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    if violated {
+        ExitCode::from(1)
+    } else {
+        println!("replayed {} steps: every property holds", steps.len());
+        ExitCode::SUCCESS
+    }
+}
+
+/// Runs `epic model-check`: exit 0 on an exhaustive pass, 1 on a
+/// violation or a search that is not exhaustive, 2 on bad input.
+pub(crate) fn run(args: &ModelCheckArgs) -> ExitCode {
+    if let Some(p) = &args.replay {
+        return run_replay(p);
+    }
+    let cfg = match args.config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("epic model-check: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match check(&cfg, Some(&args.out)) {
+        Ok(r) => {
+            print_report(&r);
+            if r.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("epic model-check: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
