@@ -91,3 +91,32 @@ impl InboxLoad {
         self.peak_frames.load(Ordering::Relaxed)
     }
 }
+
+// Plain tests of the same invariants, in one thread (the loom tests
+// explore the interleavings: `loom_inbox`).
+#[cfg(all(test, not(epic_loom)))]
+mod tests {
+    use super::InboxLoad;
+
+    /// The receiver may take a frame and count it out before `offer`
+    /// returns (here: inside `send`); the peak still counts it.
+    #[test]
+    fn a_frame_taken_at_once_still_counts_in_the_peak() {
+        let load = InboxLoad::default();
+        let sent: Result<(), ()> = load.offer(64, || {
+            load.leave(64);
+            Ok(())
+        });
+        assert_eq!(sent, Ok(()));
+        assert_eq!(load.peak_frames(), 1);
+        assert_eq!(load.bytes(), 0);
+    }
+
+    /// A refused frame is counted out again and is no peak.
+    #[test]
+    fn a_refused_frame_leaves_no_trace() {
+        let load = InboxLoad::default();
+        assert_eq!(load.offer(64, || Err("full")), Err("full"));
+        assert_eq!((load.bytes(), load.peak_frames()), (0, 0));
+    }
+}

@@ -261,3 +261,37 @@ fn start_signal_thread() {
         eprintln!("epic: cannot watch for signals ({e}); Ctrl-C may leave namespaces behind");
     }
 }
+
+// The registry's rules in one thread; the loom tests (`loom_teardown`)
+// explore the interleavings with the signal thread. [LAB-007]
+#[cfg(all(test, not(epic_loom)))]
+mod tests {
+    use super::{Registered, Registry};
+
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_normal_teardown_takes_what_it_names_and_leftovers() {
+        let r = Registry::default();
+        assert_eq!(r.add_namespace("a"), Registered::Held);
+        assert_eq!(r.add_pid(7), Registered::Held);
+        assert_eq!(r.take_namespaces(&names(&["a", "b"])), names(&["a", "b"]));
+        assert!(r.take_pid(7));
+        assert_eq!(r.close(), (Vec::new(), Vec::new()));
+    }
+
+    #[test]
+    fn after_the_signal_thread_took_everything_nothing_is_removed_twice() {
+        let r = Registry::default();
+        assert_eq!(r.add_namespace("a"), Registered::Held);
+        assert_eq!(r.add_pid(7), Registered::Held);
+        assert_eq!(r.close(), (vec![7], names(&["a"])));
+        assert_eq!(r.take_namespaces(&names(&["a"])), Vec::<String>::new());
+        assert!(!r.take_pid(7));
+        assert_eq!(r.add_namespace("c"), Registered::Closed);
+        assert_eq!(r.add_pid(8), Registered::Closed);
+        assert_eq!(r.close(), (Vec::new(), Vec::new()));
+    }
+}
