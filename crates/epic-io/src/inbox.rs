@@ -4,7 +4,7 @@
 //! threads as there are links), the node's receiver counts them out, and
 //! the senders' congestion points read the bytes waiting. The inbox itself
 //! is a bounded tokio channel; this is the part beside it that loom can
-//! explore ([`crate::sync`], the `loom_inbox` tests).
+//! explore ([`crate::sync`], the `loom_inbox` tests). [CC-103] [CC-109]
 //!
 //! Invariants, whatever the interleaving:
 //! - a frame is counted in before it is offered, so the receiver never

@@ -1,7 +1,8 @@
 //! loom tests of [`InboxLoad`], the counters every link into a node
-//! shares with the node's receiver. Built and run only by `scripts/loom`
-//! (`--cfg epic_loom`, release, `LOOM_MAX_PREEMPTIONS=2`); see
-//! docs/VERIFICATION.md "loom".
+//! shares with the node's receiver: the bytes waiting that the links'
+//! congestion points mark on [CC-103] and the inbox peak [CC-109]. Built
+//! and run only by `scripts/loom` (`--cfg epic_loom`, release,
+//! `LOOM_MAX_PREEMPTIONS=2`); see docs/VERIFICATION.md "loom".
 //!
 //! The inbox itself is a bounded tokio channel, which loom cannot run:
 //! [`Channel`] stands in for it with what the counters rely on, a bounded
@@ -163,7 +164,7 @@ fn join<T>(h: thread::JoinHandle<T>) -> T {
 /// counted so), the counters never read below zero or above what was
 /// offered, they are back at zero once the inbox is empty, and the peak
 /// lies between 1 and the capacity plus the one frame the other link may
-/// be offering.
+/// be offering. [CC-103] [CC-109]
 #[test]
 fn loom_inbox_no_frame_lost_counters_agree() {
     const A: &[usize] = &[100];
@@ -205,7 +206,7 @@ fn loom_inbox_no_frame_lost_counters_agree() {
 /// Two links into a two-frame inbox whose receiver takes one frame and
 /// closes it: every frame is taken or refused (closed or full) and
 /// counted so, and at rest the counters equal exactly the frames and
-/// bytes still waiting in the closed inbox.
+/// bytes still waiting in the closed inbox. [CC-103]
 #[test]
 fn loom_inbox_close_refuses_and_counts_out() {
     const A: &[usize] = &[100, 300];
