@@ -11,10 +11,10 @@
 //! write error never panics and never fails the ports: the port's capture
 //! stops, and the first error is kept and reported by `finish`.
 
+use crate::sync::{Arc, Mutex, PoisonError};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -27,14 +27,19 @@
 pub mod capture;
 mod clock;
 pub mod fault;
+mod inbox;
 pub mod mem;
 pub mod pacer;
 mod port;
 pub mod raw;
+mod sync;
 mod sys;
 #[cfg(test)]
 mod test_netns;
 mod txq;
+// The loom tests: `scripts/loom` (docs/VERIFICATION.md "loom").
+#[cfg(all(test, epic_loom))]
+mod loom_inbox;
 pub mod udp;
 
 pub use capture::{CaptureError, CapturePorts};

@@ -26,8 +26,6 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use epic_proto::cc::{EcnConfig, EcnMarker, FrameMark};
@@ -35,8 +33,10 @@ use epic_proto::cc::{EcnConfig, EcnMarker, FrameMark};
 use tokio::sync::mpsc;
 
 use crate::fault::{BadProbability, Fate, FaultRng, LinkFaults};
+use crate::inbox::InboxLoad;
 use crate::pacer::{Admit, LinkRate, Pacer, DELIVERY_SLACK};
 use crate::port::{FramePorts, PortStats, RxBatch};
+use crate::sync::Arc;
 
 /// Nanoseconds from `origin` to now.
 fn elapsed_ns(origin: std::time::Instant) -> u64 {
@@ -99,44 +99,6 @@ pub enum MemFabricError {
     /// The ECN marking thresholds are inconsistent.
     #[error("ECN marking: {0}")]
     Ecn(#[from] epic_proto::cc::ConfigError),
-}
-
-/// How full one inbox is: updated by every sender into it and by its
-/// receiver, read by the senders' congestion points.
-#[derive(Debug, Default)]
-struct InboxLoad {
-    frames: AtomicU64,
-    bytes: AtomicU64,
-    peak_frames: AtomicU64,
-}
-
-impl InboxLoad {
-    /// Counts a frame in, before it is offered (so the receiver can never
-    /// count it out first).
-    fn enter(&self, len: usize) {
-        self.frames.fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(len as u64, Ordering::Relaxed);
-    }
-
-    /// Notes the depth after a frame was taken in.
-    fn taken(&self) {
-        let frames = self.frames.load(Ordering::Relaxed);
-        self.peak_frames.fetch_max(frames, Ordering::Relaxed);
-    }
-
-    /// Counts a frame out: taken by the receiver, or refused.
-    fn leave(&self, len: usize) {
-        self.frames.fetch_sub(1, Ordering::Relaxed);
-        self.bytes.fetch_sub(len as u64, Ordering::Relaxed);
-    }
-
-    fn bytes(&self) -> u64 {
-        self.bytes.load(Ordering::Relaxed)
-    }
-
-    fn peak_frames(&self) -> u64 {
-        self.peak_frames.load(Ordering::Relaxed)
-    }
 }
 
 /// A frame in an inbox: the port it arrives on, its bytes, and when it is
@@ -372,13 +334,15 @@ impl MemOut {
             },
             _ => 0,
         };
-        self.load.enter(len);
-        if self.tx.try_send((self.remote_port, frame, due)).is_ok() {
-            self.load.taken();
+        let (tx, port) = (&self.tx, self.remote_port);
+        if self
+            .load
+            .offer(len, || tx.try_send((port, frame, due)))
+            .is_ok()
+        {
             stats.tx_frames += 1;
             stats.tx_bytes += len as u64;
         } else {
-            self.load.leave(len);
             stats.tx_dropped += 1;
         }
     }

@@ -19,8 +19,6 @@ mod netns;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -32,6 +30,9 @@ use epic_proto::wire::{
 use serde::Serialize;
 
 use netns::{NetnsPair, RECEIVER_IF, SENDER_IF};
+
+use crate::sync::global::Mutex;
+use crate::sync::{mpsc, Arc, AtomicBool, Ordering, PoisonError};
 
 /// The smallest frame the benchmark sends: Ethernet's minimum (without
 /// the FCS).

@@ -20,6 +20,7 @@ mod netns;
 mod report;
 mod run;
 mod session;
+mod sync;
 
 pub use cluster::LAB_GROUP;
 pub use config::{

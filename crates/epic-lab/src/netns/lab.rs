@@ -2,7 +2,6 @@
 //! how to start a mode's switches and ranks on it.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use epic_io::UdpPorts;
 use incengine::SwitchSpec;
@@ -12,6 +11,7 @@ use super::switches::SwitchProcs;
 use super::topo::{Forwarding, NetnsTopology};
 use super::ManagerProc;
 use super::{cmd, ranks, teardown, NetnsError, TopologyGap};
+use crate::sync::global::{AtomicU32, Ordering};
 
 /// A topology in namespaces, ready for switches and ranks.
 #[derive(Debug)]

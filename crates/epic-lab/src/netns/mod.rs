@@ -17,6 +17,9 @@ mod ranks;
 mod switches;
 pub(crate) mod teardown;
 pub(crate) mod topo;
+// The loom tests: `scripts/loom` (docs/VERIFICATION.md "loom").
+#[cfg(all(test, epic_loom))]
+mod loom_teardown;
 
 pub(crate) use baseline::run_baseline;
 pub(crate) use faults::NetnsFaults;

@@ -13,11 +13,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::{InvalidMpiRun, MpiError, MpiHosts};
+use crate::sync::global::{AtomicU32, Ordering};
 
 /// The environment variable that marks every process of one run.
 const MARKER_VAR: &str = "EPIC_MPI_RUN";
