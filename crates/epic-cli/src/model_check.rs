@@ -121,7 +121,9 @@ fn print_report(r: &Report) {
     println!("  peak memory      {} MiB", r.peak_rss >> 20);
     match &r.verdict {
         Verdict::Pass => println!("  verdict          pass (exhaustive)"),
-        Verdict::Bounded => println!("  verdict          NOT EXHAUSTIVE: stopped at --max-states or --time-limit"),
+        Verdict::Bounded => {
+            println!("  verdict          NOT EXHAUSTIVE: stopped at --max-states or --time-limit")
+        }
         Verdict::Unreached(p) => println!(
             "  verdict          VACUOUS: never reached: {}",
             p.join(", ")

@@ -34,6 +34,10 @@ pub struct EpicModel {
     pub setup: Setup,
     /// The initial state.
     pub init: World,
+    /// When the search stops taking new states (`--time-limit`): states
+    /// found after it are left unexplored, and the search reports itself
+    /// not exhaustive.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl EpicModel {
@@ -120,6 +124,10 @@ impl Model for EpicModel {
         }
         s.canonicalize(self.setup.cfg.reorder);
         Some(s)
+    }
+
+    fn within_boundary(&self, _: &World) -> bool {
+        self.deadline.is_none_or(|d| std::time::Instant::now() < d)
     }
 
     fn format_step(&self, last: &World, action: Action) -> Option<String> {

@@ -56,7 +56,11 @@ pub fn recorded_args(text: &str) -> Option<Vec<String>> {
 /// state does not offer ends the replay with an error.
 pub fn replay(cfg: &ModelConfig, actions: &[Action]) -> Result<Vec<ReplayedStep>, ModelError> {
     let (setup, init) = build::initial(cfg)?;
-    let model = EpicModel { setup, init };
+    let model = EpicModel {
+        setup,
+        init,
+        deadline: None,
+    };
     let mut state = model.init.clone();
     let mut out = Vec::new();
     for (k, a) in actions.iter().enumerate() {

@@ -73,8 +73,12 @@ fn required_sometimes(cfg: &ModelConfig, name: &str) -> bool {
 /// written under `out` when given. [VER-003]
 pub fn check(cfg: &ModelConfig, out: Option<&std::path::Path>) -> Result<Report, ModelError> {
     let (setup, init) = build::initial(cfg)?;
-    let model = EpicModel { setup, init };
     let started = Instant::now();
+    let model = EpicModel {
+        setup,
+        init,
+        deadline: cfg.time_limit.map(|t| started + t),
+    };
     let mut builder = model
         .clone()
         .checker()
@@ -82,9 +86,6 @@ pub fn check(cfg: &ModelConfig, out: Option<&std::path::Path>) -> Result<Report,
         .finish_when(HasDiscoveries::AnyFailures);
     if cfg.max_states > 0 {
         builder = builder.target_state_count(cfg.max_states);
-    }
-    if let Some(t) = cfg.time_limit {
-        builder = builder.timeout(t);
     }
     if cfg.bfs {
         finish(&model, builder.spawn_bfs().join(), started, out)

@@ -9,7 +9,7 @@
 //! one machine, not the tree.
 
 use std::cmp::Ordering;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use epic_proto::engine::IncEngine;
@@ -33,6 +33,16 @@ pub struct Flight {
     pub to: Port,
     /// Its bytes, as the sender wrote them.
     pub frame: Arc<[u8]>,
+    /// The hash of `to` and the frame's meaning, computed once.
+    hash: u64,
+}
+
+impl Flight {
+    /// A frame on its way to `to`.
+    pub fn new(to: Port, frame: Arc<[u8]>) -> Flight {
+        let hash = hash_of(&(to, meaning(&frame)));
+        Flight { to, frame, hash }
+    }
 }
 
 /// Ethernet + IPv4 header bytes before the UDP header, and where the IPv4
@@ -63,7 +73,9 @@ fn meaning(frame: &[u8]) -> [&[u8]; 3] {
 
 impl PartialEq for Flight {
     fn eq(&self, other: &Flight) -> bool {
-        self.to == other.to && meaning(&self.frame) == meaning(&other.frame)
+        self.hash == other.hash
+            && self.to == other.to
+            && meaning(&self.frame) == meaning(&other.frame)
     }
 }
 
@@ -85,8 +97,7 @@ impl Ord for Flight {
 
 impl Hash for Flight {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.to.hash(h);
-        meaning(&self.frame).hash(h);
+        self.hash.hash(h);
     }
 }
 
@@ -190,10 +201,17 @@ impl Held {
     }
 }
 
+/// The hash of a machine's state: aHash with fixed seeds (the same in
+/// every run, so searches are reproducible), several times faster than
+/// SipHash on the many small writes a derived `Hash` makes.
 fn hash_of<T: Hash>(v: &T) -> u64 {
-    let mut h = DefaultHasher::new();
-    v.hash(&mut h);
-    h.finish()
+    const SEEDS: [u64; 4] = [
+        0x6570_6963_2d6d_6f64,
+        0x656c_2d63_6865_636b,
+        0x9e37_79b9_7f4a_7c15,
+        0xc2b2_ae3d_27d4_eb4f,
+    ];
+    ahash::RandomState::with_seeds(SEEDS[0], SEEDS[1], SEEDS[2], SEEDS[3]).hash_one(v)
 }
 
 /// What the search has seen happen on the path to a state: ghosts, for
@@ -283,6 +301,11 @@ impl Wiring {
 /// Largest frame a machine writes.
 pub const FRAME_BUF: usize = 9216;
 
+thread_local! {
+    /// The buffer machines write their frames into, one per search thread.
+    static FRAME: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; FRAME_BUF]);
+}
+
 impl World {
     /// The machine of node `n`.
     pub fn machine(&self, n: usize) -> Option<&Machine> {
@@ -318,18 +341,14 @@ impl World {
         if let Some(h) = self.nodes.get_mut(n) {
             let m = Arc::make_mut(&mut h.machine);
             step(m, now);
-            let mut buf = vec![0u8; FRAME_BUF];
-            m.drain(now, &mut buf, &mut out);
+            FRAME.with_borrow_mut(|buf| m.drain(now, buf, &mut out));
             h.hash = hash_of(&*h.machine);
         }
         for (port, frame) in out {
             // A port without a link: the frame goes nowhere, as on a
             // switch port with no cable.
             if let Some(to) = wiring.peer(n, port) {
-                self.flights.push(Flight {
-                    to,
-                    frame: frame.into(),
-                });
+                self.flights.push(Flight::new(to, frame.into()));
             }
         }
     }

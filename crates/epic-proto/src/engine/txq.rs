@@ -435,18 +435,37 @@ impl TxQueue {
         })
     }
 
-    /// The lent buffer's place relative to the head of the ring.
+    /// The lent buffer, when it matters: only a copy at the head of the
+    /// queue takes its payload from it (a copy is queued right after its
+    /// frame, which sets the lent buffer when it is taken).
+    fn lent_for_head(&self) -> Option<usize> {
+        let cap = self.meta.len().max(1);
+        let head_is_copy = self.len > 0
+            && self
+                .meta
+                .get(self.head % cap)
+                .is_some_and(|e| e.copy.is_some());
+        if head_is_copy {
+            self.shared
+        } else {
+            None
+        }
+    }
+
+    /// [`lent_for_head`](Self::lent_for_head) relative to the head of the
+    /// ring.
     fn shared_from_head(&self) -> Option<usize> {
         let cap = self.meta.len().max(1);
-        self.shared.map(|s| (s + cap - self.head % cap) % cap)
+        self.lent_for_head()
+            .map(|s| (s + cap - self.head % cap) % cap)
     }
 }
 
 impl Clone for TxQueue {
     fn clone(&self) -> TxQueue {
         let cap = self.bufs.len().max(1);
-        let live =
-            |at: usize| self.shared == Some(at) || (at + cap - self.head % cap) % cap < self.len;
+        let shared = self.lent_for_head();
+        let live = |at: usize| shared == Some(at) || (at + cap - self.head % cap) % cap < self.len;
         TxQueue {
             frame_len: self.frame_len,
             bufs: self
@@ -458,7 +477,7 @@ impl Clone for TxQueue {
             meta: self.meta.clone(),
             head: self.head,
             len: self.len,
-            shared: self.shared,
+            shared,
             pushed: self.pushed,
             out: Vec::new(),
             // `out` no longer holds the payload it named.
@@ -538,6 +557,47 @@ fn pair(bufs: &mut [Vec<u8>], a: usize, b: usize) -> Option<(&mut Vec<u8>, &mut 
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// [VER-002] Queues compare their queued frames in order, not where
+    /// the ring holds them; a clone copies only the buffers in use and
+    /// still builds and sends every frame.
+    #[test]
+    fn queues_compare_by_content_and_clone_light() {
+        let push = |q: &mut TxQueue, v: u8| {
+            assert!(q.push_with(1, None, |b| {
+                b[0] = v;
+                Ok(1)
+            }))
+        };
+        let mut discarded = 0;
+        let mut a = TxQueue::new(4, 16);
+        let mut b = TxQueue::new(4, 16);
+        // `b` has moved round its ring; both then hold frame 7.
+        push(&mut b, 1);
+        push(&mut b, 2);
+        b.pop(16, &mut discarded).unwrap();
+        push(&mut a, 7);
+        push(&mut b, 7);
+        assert!(a != b, "b still holds frame 2");
+        b.pop(16, &mut discarded).unwrap();
+        assert!(a == b);
+        let c = b.clone();
+        assert_eq!(c.bufs.iter().filter(|x| !x.is_empty()).count(), 1);
+        assert!(c == b);
+        // The clone fills its unallocated buffers as it goes.
+        let mut c = c;
+        for v in 10..13 {
+            push(&mut c, v);
+        }
+        let got: Vec<u8> = (0..4)
+            .map(|_| {
+                let p = c.pop(16, &mut discarded).unwrap();
+                c.frame(&p)[0]
+            })
+            .collect();
+        assert_eq!(got, [7, 10, 11, 12]);
+        assert_eq!(discarded, 0);
+    }
 
     /// [ENG-020] The queue is bounded and FIFO.
     #[test]
