@@ -5,23 +5,22 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use conformance::model::config::parse_mode;
 use conformance::model::replay::{parse_steps, recorded_args, replay};
 use conformance::model::{check, ModelCollective, ModelConfig, Report, Verdict};
 use epic_proto::engine::Pitfall;
 use epic_topology::TreeSpec;
 
-use crate::args::TransportArg;
+use crate::args::{inc_modes, CollectiveArg, ModeArg, TransportArg};
 
 /// Arguments of `epic model-check`.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ModelCheckArgs {
     /// The mode: 1, 2 or 3.
-    #[arg(long, default_value = "2", value_parser = ["1", "2", "3"])]
-    mode: String,
-    /// allreduce, reduce or broadcast.
-    #[arg(long, default_value = "allreduce", value_parser = ["allreduce", "reduce", "broadcast"])]
-    collective: String,
+    #[arg(long, value_enum, default_value = "2")]
+    mode: ModeArg,
+    /// all_reduce, reduce or broadcast (the paper's three).
+    #[arg(long, value_enum, default_value = "all_reduce")]
+    collective: CollectiveArg,
     /// The tree, `tree-H-D` (at most 4 ranks).
     #[arg(long, default_value = "tree-2-2")]
     topology: TreeSpec,
@@ -84,8 +83,18 @@ struct Recorded {
 
 impl ModelCheckArgs {
     fn config(&self) -> Result<ModelConfig, String> {
-        let mode = parse_mode(&self.mode).ok_or("--mode: 1, 2 or 3")?;
-        let collective = ModelCollective::parse(&self.collective).ok_or("--collective")?;
+        let mode = match inc_modes(&[self.mode], "model-check").map_err(|e| e.to_string())?[..] {
+            [m] => m,
+            _ => return Err("--mode: one mode per search (1, 2 or 3)".into()),
+        };
+        let collective = match self.collective {
+            CollectiveArg::AllReduce => ModelCollective::AllReduce,
+            CollectiveArg::Reduce => ModelCollective::Reduce,
+            CollectiveArg::Broadcast => ModelCollective::Broadcast,
+            _ => {
+                return Err("--collective: the model checks all_reduce, reduce or broadcast".into())
+            }
+        };
         let mut cfg = ModelConfig::paper(mode, collective);
         cfg.tree = self.topology;
         cfg.packets = self.packets;

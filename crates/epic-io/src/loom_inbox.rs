@@ -159,6 +159,38 @@ fn join<T>(h: thread::JoinHandle<T>) -> T {
     }
 }
 
+/// Links `a` and `b` offering their frames into an inbox of `capacity`
+/// while the node makes `tries` receives (closing the inbox after them
+/// when `close`). Returns the inbox, what the receiver got, and each
+/// link's frames taken, having checked that every frame offered was
+/// taken or refused.
+fn run_links(
+    capacity: usize,
+    a: &'static [usize],
+    b: &'static [usize],
+    tries: usize,
+    close: bool,
+    bound: Bound,
+) -> (Arc<Inbox>, Vec<usize>, Vec<usize>, Vec<usize>) {
+    let inbox = Arc::new(Inbox {
+        load: InboxLoad::default(),
+        chan: Channel::new(capacity),
+    });
+    let ha = thread::spawn({
+        let i = inbox.clone();
+        move || sender(i, a, bound)
+    });
+    let hb = thread::spawn({
+        let i = inbox.clone();
+        move || sender(i, b, bound)
+    });
+    let got = receiver(inbox.clone(), tries, close, bound);
+    let ((ta, ra), (tb, rb)) = (join(ha), join(hb));
+    assert_eq!(ta.len() + ra, a.len());
+    assert_eq!(tb.len() + rb, b.len());
+    (inbox, got, ta, tb)
+}
+
 /// Two links into a one-frame inbox and its receiver: no frame is lost
 /// or doubled (each is taken and received exactly once, or refused and
 /// counted so), the counters never read below zero or above what was
@@ -171,22 +203,7 @@ fn loom_inbox_no_frame_lost_counters_agree() {
     const B: &[usize] = &[200];
     let bound = Bound::of(&[A, B]);
     loom::model(move || {
-        let inbox = Arc::new(Inbox {
-            load: InboxLoad::default(),
-            chan: Channel::new(1),
-        });
-        let a = thread::spawn({
-            let i = inbox.clone();
-            move || sender(i, A, bound)
-        });
-        let b = thread::spawn({
-            let i = inbox.clone();
-            move || sender(i, B, bound)
-        });
-        let got = receiver(inbox.clone(), 2, false, bound);
-        let ((ta, ra), (tb, rb)) = (join(a), join(b));
-        assert_eq!(ta.len() + ra, A.len());
-        assert_eq!(tb.len() + rb, B.len());
+        let (inbox, got, ta, tb) = run_links(1, A, B, 2, false, bound);
         // The rest of the inbox, received after the threads are done.
         let mut received = got;
         while let Some(len) = inbox.chan.try_recv() {
@@ -213,22 +230,7 @@ fn loom_inbox_close_refuses_and_counts_out() {
     const B: &[usize] = &[200];
     let bound = Bound::of(&[A, B]);
     loom::model(move || {
-        let inbox = Arc::new(Inbox {
-            load: InboxLoad::default(),
-            chan: Channel::new(2),
-        });
-        let a = thread::spawn({
-            let i = inbox.clone();
-            move || sender(i, A, bound)
-        });
-        let b = thread::spawn({
-            let i = inbox.clone();
-            move || sender(i, B, bound)
-        });
-        let got = receiver(inbox.clone(), 1, true, bound);
-        let ((ta, ra), (tb, rb)) = (join(a), join(b));
-        assert_eq!(ta.len() + ra, A.len());
-        assert_eq!(tb.len() + rb, B.len());
+        let (inbox, got, ta, tb) = run_links(2, A, B, 1, true, bound);
         let waiting = inbox.chan.waiting();
         assert_eq!(
             sorted([got, waiting.clone()].concat()),

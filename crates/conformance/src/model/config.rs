@@ -34,11 +34,6 @@ impl ModelCollective {
             ModelCollective::Broadcast => "broadcast",
         }
     }
-
-    /// Parses a name.
-    pub fn parse(s: &str) -> Option<ModelCollective> {
-        ModelCollective::ALL.into_iter().find(|c| c.name() == s)
-    }
 }
 
 /// One configuration to check exhaustively. [VER-003]
@@ -115,35 +110,15 @@ impl ModelConfig {
 /// search bounds it here and reports such a run. [VER-005]
 pub const DEFAULT_MAX_TIMEOUTS: u16 = 24;
 
-/// Parses `1`, `2` or `3`.
-pub fn parse_mode(s: &str) -> Option<Mode> {
-    match s {
-        "1" => Some(Mode::Terminated),
-        "2" => Some(Mode::Translated),
-        "3" => Some(Mode::Augmented),
-        _ => None,
-    }
-}
-
-/// The mode's number.
-pub fn mode_number(m: Mode) -> u8 {
-    match m {
-        Mode::Terminated => 1,
-        Mode::Translated => 2,
-        Mode::Augmented => 3,
-    }
-}
-
 impl ModelConfig {
     /// The `epic model-check` arguments that select this configuration
     /// (written into a counterexample so that it replays).
     pub fn args(&self) -> String {
         let mut a = format!(
-            "--mode {} --collective {} --topology tree-{}-{} --packets {} --max-loss {} --max-dup {}",
-            mode_number(self.mode),
+            "--mode {} --collective {} --topology {} --packets {} --max-loss {} --max-dup {}",
+            self.mode.number(),
             self.collective.name(),
-            self.tree.depth,
-            self.tree.degree,
+            self.tree,
             self.packets,
             self.max_loss,
             self.max_dup
@@ -171,11 +146,10 @@ impl fmt::Display for ModelConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "mode {} {} tree-{}-{} {} packets, loss ≤ {}, dup ≤ {}, {}, {}",
-            mode_number(self.mode),
+            "mode {} {} {} {} packets, loss ≤ {}, dup ≤ {}, {}, {}",
+            self.mode.number(),
             self.collective.name(),
-            self.tree.depth,
-            self.tree.degree,
+            self.tree,
             self.packets,
             self.max_loss,
             self.max_dup,
