@@ -142,6 +142,10 @@ impl Model for EpicModel {
             Property::always("every run ends with every rank done", terminal_means_done),
             Property::always("no run livelocks on timeouts", timeouts_bounded),
             Property::sometimes("a frame is lost", |_, s: &World| s.reached.dropped),
+            Property::sometimes("a frame is duplicated", |_, s: &World| s.reached.duplicated),
+            Property::sometimes("a frame overtakes another", |_, s: &World| {
+                s.reached.reordered
+            }),
             Property::sometimes("a timer fires", |_, s: &World| s.reached.fired),
             Property::sometimes("every rank completes", all_completed),
             Property::sometimes("a rank retransmits", rank_retransmits),
