@@ -8,7 +8,7 @@
 
 use alloc::vec::Vec;
 
-use super::test_rig::{block, header, psn, star, Rig, GROUP, IP, MAC};
+use super::test_rig::{block, psn, star, Rig, GROUP, IP, MAC};
 use crate::cc::frame_ecn;
 use crate::engine::id::EdgeId;
 use crate::engine::mode::ModeState;
@@ -52,17 +52,7 @@ fn started_on(mut r: Rig, cc: Option<Option<CcConfig>>, packets: u32) -> Rig {
     if let Some(cc) = cc {
         set_cc(&mut r, cc);
     }
-    let c = psn(100);
-    r.eng.context_mut(GroupId(GROUP)).unwrap().set_start_psn(c);
-    let h = header(1, Collective::AllReduce, 0, c, packets);
-    for ep in 0..4 {
-        r.control(ep, c, &h);
-    }
-    r.sent();
-    for ep in 0..4 {
-        r.ack(ep, c);
-    }
-    r.sent();
+    r.start_invocation(Collective::AllReduce, psn(100), packets);
     r.now = Instant::from_nanos(1_000_000);
     r
 }

@@ -357,18 +357,8 @@ fn sr053_a_plain_ack_forgets_what_a_sack_reported() {
 /// `lastAcked` 100.
 fn after_a_skipped_range() -> Rig {
     let mut r = Rig::new(star(4, Mode::Augmented, 16), None);
-    let c = psn(100);
-    r.eng.context_mut(GroupId(GROUP)).unwrap().set_start_psn(c);
     set_transport(&mut r, true);
-    let h = header(1, Collective::Broadcast, 0, c, 40);
-    for ep in 0..4 {
-        r.control(ep, c, &h);
-    }
-    r.sent();
-    for ep in 0..4 {
-        r.ack(ep, c);
-    }
-    r.sent();
+    r.start_invocation(Collective::Broadcast, psn(100), 40);
     for k in 1..=40 {
         r.data(0, psn(100 + k), &block(0, k));
         let mut to: Vec<_> = r.sent_data().into_iter().map(|(p, q, _)| (p, q)).collect();

@@ -80,19 +80,11 @@ impl Sent {
 /// rank and its echo acknowledged by every rank.
 pub(super) fn started(mode: Mode, collective: Collective, transport: Transport) -> Rig {
     let mut r = Rig::new(star(4, mode, 16), None);
-    let c = psn(100);
-    let ctx = r.eng.context_mut(GroupId(GROUP)).unwrap();
-    ctx.set_start_psn(c);
-    ctx.set_transport(transport);
-    let h = header(1, collective, 0, c, 8);
-    for ep in 0..4 {
-        r.control(ep, c, &h);
-    }
-    r.sent();
-    for ep in 0..4 {
-        r.ack(ep, c);
-    }
-    r.sent();
+    r.eng
+        .context_mut(GroupId(GROUP))
+        .unwrap()
+        .set_transport(transport);
+    r.start_invocation(collective, psn(100), 8);
     r
 }
 
@@ -302,6 +294,27 @@ impl Rig {
     pub(super) fn ack(&mut self, ep: u16, psn: Psn) {
         let f = self.ack_frame_from(self.peer_ip(ep), ep, psn);
         self.deliver(ep, &f);
+    }
+
+    /// Invocation 1 of `collective` (root rank 0, `packets` data PSNs)
+    /// installed from control PSN `c`, the context's start PSN: every
+    /// edge's peer sends the control, then acknowledges the echo; what the
+    /// engine sent is taken.
+    pub(super) fn start_invocation(&mut self, collective: Collective, c: Psn, packets: u32) {
+        self.eng
+            .context_mut(GroupId(GROUP))
+            .unwrap()
+            .set_start_psn(c);
+        let h = header(1, collective, 0, c, packets);
+        let edges = u16::try_from(self.cfg.endpoints.len()).unwrap();
+        for ep in 0..edges {
+            self.control(ep, c, &h);
+        }
+        self.sent();
+        for ep in 0..edges {
+            self.ack(ep, c);
+        }
+        self.sent();
     }
 
     /// Everything the engine has to send now.
