@@ -96,9 +96,12 @@ fn a_bounded_search_is_not_a_pass() {
 }
 
 /// The mutant `name` in `cfg` is caught: a violation of `property`, whose
-/// counterexample replays to the same violation. [VER-007]
+/// counterexample replays to the same violation, and through netsim's
+/// scripted links with every machine equal to the model's at every step.
+/// [VER-007] [VER-009]
 #[cfg(feature = "mutants")]
 fn caught(mut cfg: ModelConfig, name: &str, property: &str) {
+    use conformance::model::netsim_replay::replay_in_netsim;
     use conformance::model::replay::{parse_steps, replay};
     let dir = std::env::temp_dir().join(format!("epic-model-{name}-{}", std::process::id()));
     cfg.pitfall = Some(epic_proto::engine::Pitfall::from_name(name).expect("mutant"));
@@ -114,12 +117,17 @@ fn caught(mut cfg: ModelConfig, name: &str, property: &str) {
             .len()
             > 24
     );
-    let steps = replay(&cfg, &parse_steps(&text).expect("steps parse")).expect("replays");
+    let actions = parse_steps(&text).expect("steps parse");
+    let steps = replay(&cfg, &actions).expect("replays");
     let last = steps.last().expect("a step");
     assert!(
         last.violated.iter().any(|(v, _)| v == property),
         "{name}: the replay does not end in the violation"
     );
+    let n = replay_in_netsim(&cfg, &actions)
+        .unwrap_or_else(|e| panic!("{name}: netsim replay diverged: {e}"));
+    assert_eq!(n.steps, actions.len());
+    assert_eq!(n.ranks.len() as u32, cfg.tree.ranks());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -198,4 +206,74 @@ fn no_range_check_is_caught() {
     cfg.packets = 3;
     cfg.slots = Some(2);
     caught(cfg, "no_range_check", "every slot holds its own PSN's data");
+}
+
+/// [VER-009] [SIM-004]: random walks through the model (every mode, a
+/// loss, a duplicate, reordering, both transport profiles, Tree-3-2 with
+/// three packets) replay through netsim's scripted links with every
+/// machine and frame in flight equal to the model's after every step.
+#[test]
+fn random_walks_replay_through_netsim() {
+    use conformance::model::build::initial;
+    use conformance::model::netsim_replay::replay_in_netsim;
+    use conformance::model::{Action, EpicModel};
+    use epic_proto::roce::SrConfig;
+    use stateright::Model;
+
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut fired = 0;
+    let mut lost = 0;
+    for mode in [Mode::Terminated, Mode::Translated, Mode::Augmented] {
+        for (k, collective) in [
+            ModelCollective::AllReduce,
+            ModelCollective::Reduce,
+            ModelCollective::Broadcast,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut cfg = ModelConfig::paper(mode, collective);
+            cfg.max_dup = 1;
+            if k == 1 {
+                cfg.transport = Transport::Sr(SrConfig::DEFAULT);
+            }
+            if k == 2 {
+                cfg.tree = STAR_2;
+                cfg.packets = 1;
+            }
+            let (setup, init) = initial(&cfg).expect("model builds");
+            let model = EpicModel {
+                setup,
+                init,
+                deadline: None,
+            };
+            let mut state = model.init.clone();
+            let mut walk = Vec::new();
+            loop {
+                let mut offered = Vec::new();
+                model.actions(&state, &mut offered);
+                if offered.is_empty() || walk.len() > 2000 {
+                    break;
+                }
+                let a: Action = offered[(next() % offered.len() as u64) as usize];
+                fired += usize::from(matches!(a, Action::Fire(_)));
+                lost += usize::from(matches!(a, Action::Drop(_)));
+                state = model.next_state(&state, a).expect("offered");
+                walk.push(a);
+            }
+            let n = replay_in_netsim(&cfg, &walk)
+                .unwrap_or_else(|e| panic!("{cfg}: netsim replay diverged: {e}"));
+            assert_eq!(n.steps, walk.len());
+        }
+    }
+    assert!(
+        fired > 0 && lost > 0,
+        "the walks fired {fired} timers, lost {lost} frames"
+    );
 }

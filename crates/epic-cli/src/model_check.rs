@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use conformance::model::netsim_replay::replay_in_netsim;
 use conformance::model::replay::{parse_steps, recorded_args, replay};
 use conformance::model::{check, ModelCollective, ModelConfig, Report, Verdict};
 use epic_proto::engine::Pitfall;
@@ -181,7 +182,14 @@ fn run_replay(path: &PathBuf) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let steps = match parse_steps(&text).and_then(|a| replay(&cfg, &a)) {
+    let actions = match parse_steps(&text) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("epic model-check: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let steps = match replay(&cfg, &actions) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("epic model-check: {e}");
@@ -201,6 +209,22 @@ fn run_replay(path: &PathBuf) -> ExitCode {
                     .map(|d| format!(": {d}"))
                     .unwrap_or_default()
             );
+        }
+    }
+    // The same steps through netsim's scripted links. [VER-009]
+    match replay_in_netsim(&cfg, &actions) {
+        Ok(n) => {
+            println!(
+                "netsim: the {} steps replayed on scripted links, every machine and frame in flight equal to the model's after each",
+                n.steps
+            );
+            for r in &n.ranks {
+                println!("netsim: {r}");
+            }
+        }
+        Err(e) => {
+            eprintln!("epic model-check: {e}");
+            return ExitCode::from(1);
         }
     }
     if violated {

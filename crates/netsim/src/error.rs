@@ -75,6 +75,13 @@ pub enum SimError {
     /// Opening or flushing a capture file failed.
     #[error("capture I/O: {0}")]
     Io(#[from] std::io::Error),
+    /// No held frame at this index, or links are not scripted
+    /// ([`Sim::hold_frames`](crate::Sim::hold_frames)).
+    #[error("no held frame {0}")]
+    NotHeld(usize),
+    /// The node has no timer armed.
+    #[error("{0} has no timer armed")]
+    NoTimer(NodeId),
     /// Writing pcap data failed (e.g. a timestamp beyond the pcap range).
     #[error("pcap: {0}")]
     Pcap(#[from] epic_pcap::PcapError),

@@ -52,6 +52,15 @@
 //! for a deadline that is no longer armed are ignored. A deadline in the
 //! past fires at `now`.
 //!
+//! **Scripted links** ([`Sim::hold_frames`]). For replaying a schedule
+//! found elsewhere (a model checker's counterexample): every frame a node
+//! sends is held, untimed and in send order ([`Sim::held`]), until the
+//! caller delivers ([`Sim::deliver_held`]), drops or duplicates it; a
+//! node's timer fires when the caller fires it ([`Sim::fire_timer`]), the
+//! clock moving to its deadline. Rates, latencies, FIFO limits, ECN
+//! marking and random faults do not apply to held frames; nodes are
+//! serviced exactly as below. [SIM-004]
+//!
 //! # Call order
 //!
 //! When a node is *serviced* the simulator calls `poll_transmit` (as
@@ -102,6 +111,7 @@ mod error;
 mod event;
 pub mod experiment;
 mod fault;
+mod held;
 mod ids;
 pub mod inc;
 pub mod incast;
@@ -112,6 +122,7 @@ mod sim;
 
 pub use config::LinkConfig;
 pub use error::{ConfigError, SimError};
+pub use held::HeldFrame;
 pub use ids::{LinkId, NodeId, PortId};
 pub use link::{Counter, Direction, LinkStats};
 pub use node::{Node, NodeStats};

@@ -166,6 +166,9 @@ impl<N: Node> Sim<N> {
     /// direction's congestion point says so) and starts serializing it if
     /// the wire is idle. Returns false (a queue drop) if the FIFO is full.
     pub(crate) fn enqueue(&mut self, link: LinkId, dir: Direction, frame: Vec<u8>) -> bool {
+        if self.hold(link, dir, &frame) {
+            return true;
+        }
         let Some(d) = self.links.get_mut(link.0).map(|l| l.dir_mut(dir)) else {
             return false;
         };
@@ -233,7 +236,7 @@ impl<N: Node> Sim<N> {
     }
 
     /// A frame arrives at the receiving end of `dir`.
-    fn deliver(&mut self, link: LinkId, dir: Direction, frame: &[u8]) {
+    pub(crate) fn deliver(&mut self, link: LinkId, dir: Direction, frame: &[u8]) {
         let Some(l) = self.links.get_mut(link.0) else {
             return;
         };
@@ -248,7 +251,7 @@ impl<N: Node> Sim<N> {
     }
 
     /// A timer event; ignored unless `deadline` is still the armed one.
-    fn timer(&mut self, node: NodeId, deadline: Instant) {
+    pub(crate) fn timer(&mut self, node: NodeId, deadline: Instant) {
         let Some(slot) = self.nodes.get_mut(node.0) else {
             return;
         };

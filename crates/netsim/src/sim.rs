@@ -52,6 +52,9 @@ pub struct Sim<N: Node> {
     /// Events processed since virtual time last advanced.
     pub(crate) same_instant_events: u64,
     pub(crate) livelock_limit: u64,
+    /// The frames on scripted links, when links are scripted
+    /// ([`Sim::hold_frames`]).
+    pub(crate) held: Option<Vec<crate::HeldFrame>>,
 }
 
 impl<N: Node> Sim<N> {
@@ -68,6 +71,7 @@ impl<N: Node> Sim<N> {
             buf: vec![0; MAX_FRAME_LEN],
             same_instant_events: 0,
             livelock_limit: DEFAULT_LIVELOCK_LIMIT,
+            held: None,
         }
     }
 

@@ -3,6 +3,7 @@
 //! simulator, with every rank's call started. [VER-001]
 
 use epic_proto::engine::Mode;
+use epic_proto::host::HostRank;
 use epic_proto::roce::Mtu;
 use epic_proto::time::{Duration, Instant};
 use netsim::inc::{Cluster, ClusterConfig, IncNode};
@@ -61,6 +62,23 @@ pub fn cluster_config(cfg: &ModelConfig) -> ClusterConfig {
     c
 }
 
+/// Starts rank `r`'s call of `elements` elements at `now`: the model's
+/// request, with the rank's input vector ([`data::input`]).
+pub fn start_rank(
+    cfg: &ModelConfig,
+    host: &mut HostRank,
+    r: usize,
+    elements: usize,
+    now: Instant,
+) -> Result<(), ModelError> {
+    let rcfg = *host.config();
+    let checked = data::request(cfg.collective)
+        .check(rcfg.rank, rcfg.ranks, elements as u64)
+        .map_err(|e| ModelError::Start(r, e.to_string()))?;
+    host.start(now, checked, &data::input(r, elements))
+        .map_err(|e| ModelError::Start(r, e.to_string()))
+}
+
 /// Builds the initial state. [VER-001]
 pub fn initial(cfg: &ModelConfig) -> Result<(Setup, World), ModelError> {
     let cc = cluster_config(cfg);
@@ -106,21 +124,14 @@ pub fn initial(cfg: &ModelConfig) -> Result<(Setup, World), ModelError> {
     let wiring = Wiring { peers };
     let per_packet = MODEL_MTU.bytes() as usize / 4;
     let elements = per_packet * cfg.packets as usize;
-    let req = data::request(cfg.collective);
     let now = Instant::ZERO;
     let mut nodes = Vec::new();
     for (i, node) in cluster.sim.into_nodes().into_iter().enumerate() {
         let machine = match node {
             IncNode::Switch(e) => Machine::Switch(*e),
             IncNode::Host(h) => {
-                let r = i - switches;
                 let mut host = h.rank;
-                let rcfg = *host.config();
-                let checked = req
-                    .check(rcfg.rank, rcfg.ranks, elements as u64)
-                    .map_err(|e| ModelError::Start(r, e.to_string()))?;
-                host.start(now, checked, &data::input(r, elements))
-                    .map_err(|e| ModelError::Start(r, e.to_string()))?;
+                start_rank(cfg, &mut host, i - switches, elements, now)?;
                 Machine::Rank(Rank {
                     host,
                     outcome: None,

@@ -25,6 +25,10 @@ pub enum ModelError {
         "step {0} ({1}) is not possible there: the steps are from another configuration or build"
     )]
     NotOffered(usize, String),
+    /// Replayed through netsim, a step left netsim's machines or frames
+    /// otherwise than the model's. [VER-009]
+    #[error("netsim replay, step {0}: {1}")]
+    Diverged(usize, String),
     /// Writing the counterexample failed.
     #[error("writing the counterexample: {0}")]
     Io(#[from] std::io::Error),

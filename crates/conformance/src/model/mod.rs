@@ -5,7 +5,8 @@
 //! - [`build`]: the initial state, from netsim's cluster builder.
 //! - [`check`]: stateright's `Model`: actions and properties.
 //! - [`data`]: the vectors whose sums show every slot's contents.
-//! - [`run`]: a search and its report; [`trace`]: counterexamples.
+//! - [`run`]: a search and its report; [`trace`]: counterexamples;
+//!   [`replay`] and [`netsim_replay`]: replaying them.
 //!
 //! See docs/VERIFICATION.md.
 
@@ -14,6 +15,7 @@ pub mod check;
 pub mod config;
 pub mod data;
 pub mod error;
+pub mod netsim_replay;
 pub mod replay;
 pub mod run;
 pub mod trace;

@@ -56,7 +56,7 @@ const ICRC_LEN: usize = 4;
 /// stamps from its ghost counter or computes from the rest. Two frames
 /// equal here make every receiver do the same (the receiver checks the
 /// ICRC and checksum of the real bytes, then forgets them). [VER-002]
-fn meaning(frame: &[u8]) -> [&[u8]; 3] {
+pub(super) fn meaning(frame: &[u8]) -> [&[u8]; 3] {
     let is_ipv4 = frame.get(12..14) == Some(&[0x08, 0x00][..]);
     if !is_ipv4 || frame.len() < IPV4_CHECKSUM.end + ICRC_LEN {
         return [frame, &[], &[]];
