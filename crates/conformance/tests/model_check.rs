@@ -208,8 +208,42 @@ fn no_range_check_is_caught() {
     caught(cfg, "no_range_check", "every slot holds its own PSN's data");
 }
 
+/// [VER-010] [ENG-016]: with one frame from outside the group (a data
+/// packet's copy from another host, with other data), the engine without
+/// its source check is caught in Modes II and III; the correct engine
+/// passes the same configurations, with their distinct-state counts
+/// pinned. Mode I's switch is not caught without the engine's check: its
+/// RC endpoint checks the source itself (rxe's address check,
+/// `DropReason::WrongSource`), so the forged copy is dropped there.
+#[cfg(feature = "mutants")]
+#[test]
+fn no_source_check_is_caught_with_a_foreign_frame() {
+    let foreign = |mode| {
+        let mut cfg = small(mode, ModelCollective::AllReduce);
+        cfg.max_loss = 0;
+        cfg.max_foreign = 1;
+        cfg
+    };
+    assert_eq!(passes(&foreign(Mode::Translated)), 315);
+    assert_eq!(passes(&foreign(Mode::Augmented)), 505);
+    assert_eq!(passes(&foreign(Mode::Terminated)), 689);
+    caught(
+        foreign(Mode::Translated),
+        "no_source_check",
+        "results are exact",
+    );
+    caught(
+        foreign(Mode::Augmented),
+        "no_source_check",
+        "results are exact",
+    );
+    let mut m1 = foreign(Mode::Terminated);
+    m1.pitfall = epic_proto::engine::Pitfall::from_name("no_source_check");
+    assert_eq!(passes(&m1), 689, "Mode I's QP drops the forged copy");
+}
+
 /// [VER-009] [SIM-004]: random walks through the model (every mode, a
-/// loss, a duplicate, reordering, both transport profiles, Tree-3-2 with
+/// loss, a duplicate, a frame from outside the group, reordering, both transport profiles, Tree-3-2 with
 /// three packets) replay through netsim's scripted links with every
 /// machine and frame in flight equal to the model's after every step.
 #[test]
@@ -229,6 +263,7 @@ fn random_walks_replay_through_netsim() {
     };
     let mut fired = 0;
     let mut lost = 0;
+    let mut forged = 0;
     for mode in [Mode::Terminated, Mode::Translated, Mode::Augmented] {
         for (k, collective) in [
             ModelCollective::AllReduce,
@@ -240,6 +275,7 @@ fn random_walks_replay_through_netsim() {
         {
             let mut cfg = ModelConfig::paper(mode, collective);
             cfg.max_dup = 1;
+            cfg.max_foreign = 1;
             if k == 1 {
                 cfg.transport = Transport::Sr(SrConfig::DEFAULT);
             }
@@ -264,6 +300,7 @@ fn random_walks_replay_through_netsim() {
                 let a: Action = offered[(next() % offered.len() as u64) as usize];
                 fired += usize::from(matches!(a, Action::Fire(_)));
                 lost += usize::from(matches!(a, Action::Drop(_)));
+                forged += usize::from(matches!(a, Action::Forge(_)));
                 state = model.next_state(&state, a).expect("offered");
                 walk.push(a);
             }
@@ -273,7 +310,7 @@ fn random_walks_replay_through_netsim() {
         }
     }
     assert!(
-        fired > 0 && lost > 0,
-        "the walks fired {fired} timers, lost {lost} frames"
+        fired > 0 && lost > 0 && forged > 0,
+        "the walks fired {fired} timers, lost {lost} frames, forged {forged}"
     );
 }

@@ -37,6 +37,11 @@ pub(crate) struct ModelCheckArgs {
     /// Let one frame be duplicated (the same as --max-dup 1).
     #[arg(long)]
     dup: bool,
+    /// Frames from outside the group the search may send, in all: a copy
+    /// of a data packet in flight to a switch, from a host that is not the
+    /// endpoint's peer, with other data (the engine's source check).
+    #[arg(long, default_value_t = 0)]
+    foreign: u8,
     /// Frames on a link may overtake each other.
     #[arg(long)]
     reorder: bool,
@@ -101,6 +106,7 @@ impl ModelCheckArgs {
         cfg.packets = self.packets;
         cfg.max_loss = self.max_loss;
         cfg.max_dup = self.max_dup.max(u8::from(self.dup));
+        cfg.max_foreign = self.foreign;
         cfg.reorder = self.reorder;
         cfg.transport = self.transport.transport();
         cfg.slots = self.slots;

@@ -148,6 +148,7 @@ pub fn initial(cfg: &ModelConfig) -> Result<(Setup, World), ModelError> {
         drops: 0,
         dups: 0,
         fires: 0,
+        forged: 0,
         reached: Default::default(),
     };
     for n in 0..world.nodes.len() {

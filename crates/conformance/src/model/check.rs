@@ -25,6 +25,9 @@ pub enum Action {
     Duplicate(usize),
     /// Fire this node's earliest timer.
     Fire(usize),
+    /// Send a forged copy of the data packet in flight at this index,
+    /// from outside the group, ahead of it. [VER-010]
+    Forge(usize),
 }
 
 /// The model of one configuration.
@@ -106,6 +109,22 @@ impl Model for EpicModel {
                 actions.extend(any.iter().map(|&i| Action::Duplicate(i)));
             }
         }
+        if s.forged < cfg.max_foreign {
+            // Only data packets to a switch: the source check under test
+            // is the engine's [ENG-016].
+            let switches = self.setup.switches;
+            actions.extend(
+                self.distinct_flights(s, false)
+                    .into_iter()
+                    .filter(|&i| {
+                        s.flights.get(i).is_some_and(|f| {
+                            usize::from(f.to.node) < switches
+                                && super::forge::forge(&f.frame).is_some()
+                        })
+                    })
+                    .map(Action::Forge),
+            );
+        }
         for n in 0..s.nodes.len() {
             if self.may_fire(s, n) {
                 actions.push(Action::Fire(n));
@@ -121,6 +140,11 @@ impl Model for EpicModel {
             Action::Drop(i) => s.drop_flight(i),
             Action::Duplicate(i) => s.duplicate(i),
             Action::Fire(n) => s.fire(wiring, n),
+            Action::Forge(i) => {
+                if !s.forge(i) {
+                    return None;
+                }
+            }
         }
         s.canonicalize(self.setup.cfg.reorder);
         Some(s)
@@ -147,6 +171,9 @@ impl Model for EpicModel {
                 s.reached.reordered
             }),
             Property::sometimes("a timer fires", |_, s: &World| s.reached.fired),
+            Property::sometimes("a frame from outside the group is sent", |_, s: &World| {
+                s.reached.forged
+            }),
             Property::sometimes("every rank completes", all_completed),
             Property::sometimes("a rank retransmits", rank_retransmits),
             Property::sometimes("a NAK is in flight", nak_in_flight),

@@ -52,6 +52,10 @@ pub struct ModelConfig {
     pub max_loss: u8,
     /// Frames the search may duplicate, in all.
     pub max_dup: u8,
+    /// Frames from outside the group the search may send, in all: each a
+    /// copy of a data packet in flight from a host that is not the
+    /// endpoint's peer, with other data ([`super::forge`]). [VER-010]
+    pub max_foreign: u8,
     /// Frames on a link may overtake each other.
     pub reorder: bool,
     /// The ranks' transport profile.
@@ -91,6 +95,7 @@ impl ModelConfig {
             packets: 3,
             max_loss: 1,
             max_dup: 0,
+            max_foreign: 0,
             reorder: true,
             transport: Transport::Gbn,
             pitfall: None,
@@ -126,6 +131,9 @@ impl ModelConfig {
         if self.max_timeouts != DEFAULT_MAX_TIMEOUTS {
             a.push_str(&format!(" --max-timeouts {}", self.max_timeouts));
         }
+        if self.max_foreign > 0 {
+            a.push_str(&format!(" --foreign {}", self.max_foreign));
+        }
         if self.reorder {
             a.push_str(" --reorder");
         }
@@ -146,13 +154,18 @@ impl fmt::Display for ModelConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "mode {} {} {} {} packets, loss ≤ {}, dup ≤ {}, {}, {}",
+            "mode {} {} {} {} packets, loss ≤ {}, dup ≤ {}, {}{}, {}",
             self.mode.number(),
             self.collective.name(),
             self.tree,
             self.packets,
             self.max_loss,
             self.max_dup,
+            if self.max_foreign > 0 {
+                format!("foreign ≤ {}, ", self.max_foreign)
+            } else {
+                String::new()
+            },
             if self.reorder {
                 "reordering"
             } else {

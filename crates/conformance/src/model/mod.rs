@@ -15,6 +15,7 @@ pub mod check;
 pub mod config;
 pub mod data;
 pub mod error;
+pub mod forge;
 pub mod netsim_replay;
 pub mod replay;
 pub mod run;

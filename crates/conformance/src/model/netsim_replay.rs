@@ -71,6 +71,19 @@ pub fn replay_in_netsim(cfg: &ModelConfig, actions: &[Action]) -> Result<NetsimR
             Action::Fire(n) => {
                 sim.fire_timer(NodeId(n)).map_err(sim_err)?;
             }
+            // The forged copy, sent from the far end of the link the
+            // original is on. [VER-010]
+            Action::Forge(i) => {
+                let f = state.flights.get(i).ok_or_else(not_offered)?;
+                let from = model
+                    .setup
+                    .wiring
+                    .peer(usize::from(f.to.node), f.to.port)
+                    .ok_or_else(not_offered)?;
+                let frame = super::forge::forge(&f.frame).ok_or_else(not_offered)?;
+                sim.inject(NodeId(usize::from(from.node)), PortId(from.port), frame)
+                    .map_err(sim_err)?;
+            }
         }
         state = model.next_state(&state, *a).ok_or_else(not_offered)?;
         compare(&model, &state, sim, step)?;

@@ -39,6 +39,7 @@ pub fn parse_steps(text: &str) -> Result<Vec<Action>, ModelError> {
             "Drop" => Action::Drop(i),
             "Duplicate" => Action::Duplicate(i),
             "Fire" => Action::Fire(i),
+            "Forge" => Action::Forge(i),
             _ => return Err(bad()),
         });
     }

@@ -64,6 +64,7 @@ impl Report {
 fn required_sometimes(cfg: &ModelConfig, name: &str) -> bool {
     match name {
         "a frame is lost" | "a timer fires" | "a rank retransmits" => cfg.max_loss > 0,
+        "a frame from outside the group is sent" => cfg.max_foreign > 0,
         "a NAK is in flight" => cfg.max_loss > 0 && cfg.reorder,
         "a frame is duplicated" => cfg.max_dup > 0,
         "a frame overtakes another" => cfg.reorder,

@@ -42,6 +42,11 @@ pub fn describe(setup: &Setup, last: &World, action: Action) -> String {
         Action::Deliver(i) => format!("deliver {}", flight(i)),
         Action::Drop(i) => format!("drop {}", flight(i)),
         Action::Duplicate(i) => format!("duplicate {}", flight(i)),
+        Action::Forge(i) => format!(
+            "forge from {} a copy with other data of {}",
+            super::forge::OUTSIDER,
+            flight(i)
+        ),
         Action::Fire(n) => format!(
             "fire the timer of {} (due {:?}, now {:?})",
             node_name(setup, n),
@@ -82,11 +87,18 @@ pub fn write_counterexample(
         let Some(a) = action else { continue };
         let _ = writeln!(text, "{:>4} {:?}  {}", k + 1, a, describe(setup, state, *a));
         let frame = match a {
-            Action::Deliver(i) | Action::Drop(i) | Action::Duplicate(i) => state.flights.get(*i),
+            Action::Deliver(i) | Action::Drop(i) | Action::Duplicate(i) | Action::Forge(i) => {
+                state.flights.get(*i)
+            }
             Action::Fire(_) => None,
         };
-        if let Some(f) = frame {
-            pcap.write(std::time::Duration::from_micros(k as u64 + 1), &f.frame)
+        // A forge step records the forged copy, not the original.
+        let bytes = match (a, frame) {
+            (Action::Forge(_), Some(f)) => super::forge::forge(&f.frame),
+            (_, f) => f.map(|f| f.frame.to_vec()),
+        };
+        if let Some(bytes) = bytes {
+            pcap.write(std::time::Duration::from_micros(k as u64 + 1), &bytes)
                 .map_err(|e| ModelError::Io(std::io::Error::other(e.to_string())))?;
         }
     }

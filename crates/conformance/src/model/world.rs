@@ -226,6 +226,8 @@ pub struct Reached {
     pub fired: bool,
     /// A frame was delivered ahead of one sent before it on its link.
     pub reordered: bool,
+    /// A frame from outside the group was sent.
+    pub forged: bool,
 }
 
 /// One state of the model. [VER-001]
@@ -250,6 +252,8 @@ pub struct World {
     pub dups: u8,
     /// Timers fired so far.
     pub fires: u16,
+    /// Frames from outside the group sent so far.
+    pub forged: u8,
     /// What happened on the way (ghost).
     pub reached: Ghost<Reached>,
 }
@@ -267,6 +271,7 @@ impl PartialEq for World {
             && self.drops == other.drops
             && self.dups == other.dups
             && self.fires == other.fires
+            && self.forged == other.forged
     }
 }
 
@@ -282,6 +287,7 @@ impl Hash for World {
         self.drops.hash(h);
         self.dups.hash(h);
         self.fires.hash(h);
+        self.forged.hash(h);
     }
 }
 
@@ -293,7 +299,8 @@ pub struct Wiring {
 }
 
 impl Wiring {
-    fn peer(&self, node: usize, port: u16) -> Option<Port> {
+    /// The port at the other end of `node`'s `port`, if it has a link.
+    pub fn peer(&self, node: usize, port: u16) -> Option<Port> {
         *self.peers.get(node)?.get(usize::from(port))?
     }
 }
@@ -380,6 +387,23 @@ impl World {
             self.drops = self.drops.saturating_add(1);
             self.reached.dropped = true;
         }
+    }
+
+    /// Sends a forged copy of flight `i` ([`super::forge::forge`]) to the
+    /// same port, ahead of it on its link; false (nothing changed) if flight `i` is not a data
+    /// packet. [VER-010]
+    pub fn forge(&mut self, i: usize) -> bool {
+        let Some(f) = self.flights.get(i) else {
+            return false;
+        };
+        let Some(frame) = super::forge::forge(&f.frame) else {
+            return false;
+        };
+        let to = f.to;
+        self.flights.insert(i, Flight::new(to, frame.into()));
+        self.forged = self.forged.saturating_add(1);
+        self.reached.forged = true;
+        true
     }
 
     /// Duplicates flight `i`.
