@@ -242,6 +242,54 @@ fn no_source_check_is_caught_with_a_foreign_frame() {
     assert_eq!(passes(&m1), 689, "Mode I's QP drops the forged copy");
 }
 
+/// [VER-011] [TMX-010] [TMX-013]: two contended calls back to back (each
+/// bracketed by acquire and release Barriers, every switch's context in a
+/// shared block), one loss, pass in every mode with pinned counts.
+#[test]
+fn contended_calls_pass() {
+    for (mode, distinct) in [
+        (Mode::Terminated, 12184),
+        (Mode::Translated, 6191),
+        (Mode::Augmented, 6779),
+    ] {
+        let mut cfg = small(mode, ModelCollective::AllReduce);
+        cfg.calls = 2;
+        cfg.contended = true;
+        assert_eq!(passes(&cfg), distinct, "{cfg}");
+    }
+}
+
+/// [VER-011] [TMX-013]: the late duplicate release (the regression of
+/// a0e70a4, re-introduced as the mutant `late_duplicate_release`) is
+/// caught on Tree-3-2 with two contended calls and one duplicate: a copy
+/// of the first call's release echo, held back on the spine's link to a
+/// leaf, frees the leaf's block while a rank under the other leaf runs
+/// the second call. A leaf with a parent is needed (on Tree-2-2 the copy
+/// can only be a rank's, queued before that rank's next acquire), so the
+/// search is a few million states: release builds only (CI runs this
+/// file with `--release`); a debug build skips it and says so.
+#[cfg(feature = "mutants")]
+#[test]
+fn late_duplicate_release_is_caught() {
+    if cfg!(debug_assertions) {
+        println!("skipped: a search of millions of states, run in release (scripts/test-all)");
+        return;
+    }
+    let mut cfg = ModelConfig::paper(Mode::Translated, ModelCollective::AllReduce);
+    cfg.packets = 1;
+    cfg.max_loss = 0;
+    cfg.max_dup = 1;
+    cfg.reorder = false;
+    cfg.calls = 2;
+    cfg.contended = true;
+    cfg.threads = 2;
+    caught(
+        cfg,
+        "late_duplicate_release",
+        "a granted call's block is held",
+    );
+}
+
 /// [VER-009] [SIM-004]: random walks through the model (every mode, a
 /// loss, a duplicate, a frame from outside the group, reordering, both transport profiles, Tree-3-2 with
 /// three packets) replay through netsim's scripted links with every

@@ -9,6 +9,20 @@ use conformance::dut::AdapterSpec;
 use conformance::suite;
 use epic_proto::engine::Pitfall;
 
+/// Mutants the built-in suite has no case for, with the reason and where
+/// they are caught instead.
+fn not_in_suite(m: Pitfall) -> Option<&'static str> {
+    match m.name() {
+        // The suite installs one context per switch; no case puts it in a
+        // block shared with a second group, so no lock Barrier runs.
+        "late_duplicate_release" => Some(
+            "no shared-block case in the suite: caught by the model checker \
+             (tests/model_check.rs, late_duplicate_release_is_caught)",
+        ),
+        _ => None,
+    }
+}
+
 /// The requirement each mutant must be caught breaking.
 fn expected(m: Pitfall) -> Option<&'static str> {
     Some(match m.name() {
@@ -23,13 +37,18 @@ fn expected(m: Pitfall) -> Option<&'static str> {
     })
 }
 
-/// [CONF-009] Seven mutants, each failing the built-in suite with its
-/// requirement among the failed ones.
+/// [CONF-009] Every mutant the suite has a case for (seven of eight)
+/// fails the built-in suite with its requirement among the failed ones;
+/// the eighth is caught by the model checker.
 #[test]
 fn every_mutant_fails_with_its_requirement() {
     let cases = catalog::builtin();
     assert!(Pitfall::mutants().len() >= 5);
     for &m in Pitfall::mutants() {
+        if let Some(why) = not_in_suite(m) {
+            println!("{}: {why}", m.name());
+            continue;
+        }
         let want = expected(m).unwrap_or_else(|| {
             panic!(
                 "a new mutant {}: name the requirement it breaks in expected()",

@@ -42,6 +42,15 @@ pub(crate) struct ModelCheckArgs {
     /// endpoint's peer, with other data (the engine's source check).
     #[arg(long, default_value_t = 0)]
     foreign: u8,
+    /// Calls each rank runs back to back (the next starts as the last
+    /// completes).
+    #[arg(long, default_value_t = 1)]
+    calls: u8,
+    /// Contended ranks: every switch holds the group in a block shared
+    /// with a second group, every call bracketed by acquire and release
+    /// Barriers.
+    #[arg(long)]
+    contended: bool,
     /// Frames on a link may overtake each other.
     #[arg(long)]
     reorder: bool,
@@ -107,6 +116,8 @@ impl ModelCheckArgs {
         cfg.max_loss = self.max_loss;
         cfg.max_dup = self.max_dup.max(u8::from(self.dup));
         cfg.max_foreign = self.foreign;
+        cfg.calls = self.calls.max(1);
+        cfg.contended = self.contended;
         cfg.reorder = self.reorder;
         cfg.transport = self.transport.transport();
         cfg.slots = self.slots;

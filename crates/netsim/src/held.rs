@@ -38,6 +38,13 @@ impl<N: Node> Sim<N> {
         self.flush_dirty();
     }
 
+    /// Services every node marked dirty ([`Sim::node_mut`]) now, as the
+    /// event loop does before its next event: with scripted links, what
+    /// they send is held at once.
+    pub fn service_dirty(&mut self) {
+        self.flush_dirty();
+    }
+
     /// The frames waiting on scripted links, oldest first.
     pub fn held(&self) -> &[HeldFrame] {
         self.held.as_deref().unwrap_or(&[])

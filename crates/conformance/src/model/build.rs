@@ -6,7 +6,8 @@ use epic_proto::engine::Mode;
 use epic_proto::host::HostRank;
 use epic_proto::roce::Mtu;
 use epic_proto::time::{Duration, Instant};
-use netsim::inc::{Cluster, ClusterConfig, IncNode};
+use epic_proto::wire::GroupId;
+use netsim::inc::{Cluster, ClusterConfig, IncNode, LockTenant, CLUSTER_GROUP};
 use netsim::{NodeId, PortId};
 
 use super::config::ModelConfig;
@@ -36,9 +37,13 @@ pub struct Setup {
     pub per_packet: usize,
     /// Elements per rank vector.
     pub elements: usize,
-    /// The PSN of each rank's first data packet, relative to the start
-    /// PSN (the control message goes first).
+    /// The PSN of each call's first data packet, relative to the call's
+    /// first PSN (the control message goes first, after the acquire
+    /// Barrier's when contended).
     pub first_data_psn: u32,
+    /// PSNs each call takes: its control, its data packets and, when
+    /// contended, its acquire and release Barriers.
+    pub psns_per_call: u32,
     /// Each rank's expected output.
     pub expected: Vec<Vec<u8>>,
 }
@@ -62,6 +67,54 @@ pub fn cluster_config(cfg: &ModelConfig) -> ClusterConfig {
     c
 }
 
+impl Setup {
+    /// The data packet (0-based, within its call) that a PSN `distance`
+    /// after the start PSN carries; a PSN of a control message or Barrier
+    /// gives a number past the call's packets.
+    pub fn packet_of(&self, distance: u32) -> u32 {
+        (distance % self.psns_per_call.max(1)).wrapping_sub(self.first_data_psn)
+    }
+}
+
+/// The second group of a contended model's shared blocks. [VER-011]
+pub const OTHER_GROUP: GroupId = GroupId(99);
+
+/// The cluster of `cfg` as netsim builds it; with `cfg.contended`, every
+/// rank contended and every switch's context moved into a block shared
+/// with [`OTHER_GROUP`]'s (`LockTenant::install_beside`, as netsim's
+/// temporal tests do). [VER-011]
+pub fn cluster(cfg: &ModelConfig) -> Result<Cluster, ModelError> {
+    let cc = cluster_config(cfg);
+    let start = cc.start_psn;
+    let mut cluster = Cluster::build(cc).map_err(ModelError::Cluster)?;
+    if !cfg.contended {
+        return Ok(cluster);
+    }
+    for id in cluster.hosts.clone() {
+        if let Some(IncNode::Host(h)) = cluster.sim.node_mut(id) {
+            h.rank.set_contended(true);
+        }
+    }
+    for id in cluster.switches.clone() {
+        let Some(IncNode::Switch(eng)) = cluster.sim.node_mut(id) else {
+            return Err(ModelError::Layout);
+        };
+        let ctx = eng
+            .context(CLUSTER_GROUP)
+            .ok_or(ModelError::Layout)?
+            .config()
+            .clone();
+        eng.remove(CLUSTER_GROUP)
+            .map_err(|e| ModelError::Shared(e.to_string()))?;
+        LockTenant::install_beside(eng, ctx, CLUSTER_GROUP, OTHER_GROUP)
+            .map_err(|e| ModelError::Shared(e.to_string()))?;
+        eng.context_mut(CLUSTER_GROUP)
+            .ok_or(ModelError::Layout)?
+            .set_start_psn(start);
+    }
+    Ok(cluster)
+}
+
 /// Starts rank `r`'s call of `elements` elements at `now`: the model's
 /// request, with the rank's input vector ([`data::input`]).
 pub fn start_rank(
@@ -81,8 +134,7 @@ pub fn start_rank(
 
 /// Builds the initial state. [VER-001]
 pub fn initial(cfg: &ModelConfig) -> Result<(Setup, World), ModelError> {
-    let cc = cluster_config(cfg);
-    let cluster = Cluster::build(cc).map_err(ModelError::Cluster)?;
+    let cluster = cluster(cfg)?;
     let ranks = cluster.hosts.len();
     if ranks > data::MAX_RANKS {
         return Err(ModelError::TooManyRanks(ranks));
@@ -135,6 +187,7 @@ pub fn initial(cfg: &ModelConfig) -> Result<(Setup, World), ModelError> {
                 Machine::Rank(Rank {
                     host,
                     outcome: None,
+                    finished: 0,
                 })
             }
             IncNode::External(_) => return Err(ModelError::Layout),
@@ -158,10 +211,12 @@ pub fn initial(cfg: &ModelConfig) -> Result<(Setup, World), ModelError> {
     let expected = (0..ranks)
         .map(|r| data::expected(cfg.collective, r, ranks, elements))
         .collect();
+    let barriers = if cfg.contended { 2 } else { 0 };
     let first_data_psn = match cfg.mode {
         Mode::Terminated => 0,
-        Mode::Translated | Mode::Augmented => 1,
+        Mode::Translated | Mode::Augmented => 1 + barriers / 2,
     };
+    let psns_per_call = 1 + cfg.packets + barriers;
     Ok((
         Setup {
             cfg: *cfg,
@@ -171,6 +226,7 @@ pub fn initial(cfg: &ModelConfig) -> Result<(Setup, World), ModelError> {
             per_packet,
             elements,
             first_data_psn,
+            psns_per_call,
             expected,
         },
         world,

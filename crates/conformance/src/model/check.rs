@@ -8,6 +8,7 @@ use epic_proto::engine::{Mode, PipeId};
 use epic_proto::host::HostEvent;
 use epic_proto::wire::{AethRepr, RoceFrame};
 use epic_proto::Psn;
+use netsim::inc::CLUSTER_GROUP;
 
 use super::build::Setup;
 use super::config::ModelCollective;
@@ -80,6 +81,39 @@ impl EpicModel {
             .all(|d| mine <= d)
     }
 
+    /// Starts the next call of every rank whose call completed with the
+    /// exact result and that has calls left, at once (in the step that
+    /// completed it): a host that runs its calls back to back. [VER-011]
+    pub fn start_next_calls(&self, s: &mut World) {
+        let cfg = &self.setup.cfg;
+        if cfg.calls <= 1 {
+            return;
+        }
+        for r in 0..self.setup.ranks {
+            let n = self.setup.switches + r;
+            let want = self.setup.expected.get(r);
+            let ready = matches!(
+                s.machine(n),
+                Some(Machine::Rank(k)) if k.finished.saturating_add(1) < cfg.calls
+                    && matches!(&k.outcome, Some(HostEvent::Completed { output }) if Some(output) == want)
+            );
+            if !ready {
+                continue;
+            }
+            let elements = self.setup.elements;
+            s.on_node(&self.setup.wiring, n, |m, now| {
+                if let Machine::Rank(k) = m {
+                    k.outcome = None;
+                    k.finished = k.finished.saturating_add(1);
+                    // The same request as the call before cannot be
+                    // refused; if it were, the rank would never end and
+                    // the termination property would say so.
+                    let _ = super::build::start_rank(cfg, &mut k.host, r, elements, now);
+                }
+            });
+        }
+    }
+
     /// Whether the state has no step left.
     pub fn is_terminal(&self, s: &World) -> bool {
         let mut a = Vec::new();
@@ -146,6 +180,7 @@ impl Model for EpicModel {
                 }
             }
         }
+        self.start_next_calls(&mut s);
         s.canonicalize(self.setup.cfg.reorder);
         Some(s)
     }
@@ -165,6 +200,7 @@ impl Model for EpicModel {
             Property::always("every slot holds its own PSN's data", slots_hold_their_data),
             Property::always("every run ends with every rank done", terminal_means_done),
             Property::always("no run livelocks on timeouts", timeouts_bounded),
+            Property::always("a granted call's block is held", granted_blocks_held),
             Property::sometimes("a frame is lost", |_, s: &World| s.reached.dropped),
             Property::sometimes("a frame is duplicated", |_, s: &World| s.reached.duplicated),
             Property::sometimes("a frame overtakes another", |_, s: &World| {
@@ -209,6 +245,45 @@ fn timeouts_bounded(m: &EpicModel, s: &World) -> bool {
     s.fires <= m.setup.cfg.max_timeouts
 }
 
+/// Contended calls: while some rank runs its call's operation (its
+/// acquire Barrier's echo has come back, its release Barrier has not
+/// started), every switch of the tree holds the group's shared block:
+/// each took it as the acquire's controls went up, and none can have
+/// given it back, as no release echo passes before every rank's release
+/// control is in. A late copy of an older release that frees the block
+/// breaks it ([TMX-013]). [VER-011]
+fn granted_blocks_held(m: &EpicModel, s: &World) -> bool {
+    unheld_block(m, s).is_none()
+}
+
+/// The first switch that breaks [`granted_blocks_held`], described.
+pub fn unheld_block(m: &EpicModel, s: &World) -> Option<String> {
+    if !m.setup.cfg.contended {
+        return None;
+    }
+    let inside = s.ranks().position(|r| {
+        r.host
+            .progress()
+            .is_some_and(|p| p.step >= 2 && p.step < p.steps)
+    })?;
+    for (sw, e) in s.switches().enumerate() {
+        let Some(offset) = e
+            .context(CLUSTER_GROUP)
+            .and_then(|c| c.placement())
+            .map(|p| p.offset)
+        else {
+            continue;
+        };
+        let holder = e.arena().holder(offset);
+        if holder != Some(CLUSTER_GROUP) {
+            return Some(format!(
+                "rank {inside} runs its call's operation, but switch {sw}'s shared block is held by {holder:?}"
+            ));
+        }
+    }
+    None
+}
+
 /// Every pipe slot that holds data holds the data of the PSN its tag
 /// names, each rank counted at most once: no slot aliased between two
 /// PSNs (Figure 6) and no data taken outside a valid range. Modes II and
@@ -248,9 +323,7 @@ pub fn bad_slot(m: &EpicModel, s: &World) -> Option<String> {
                     let Some(bytes) = ctx.slot_data(pipe, slot, r) else {
                         continue;
                     };
-                    let packet = tag
-                        .distance_from(start)
-                        .wrapping_sub(m.setup.first_data_psn);
+                    let packet = m.setup.packet_of(tag.distance_from(start));
                     if let Err(fault) =
                         data::check_slot(&bytes, packet, m.setup.per_packet, m.setup.ranks)
                     {
@@ -272,6 +345,7 @@ pub fn bad_slot(m: &EpicModel, s: &World) -> Option<String> {
 pub fn explain(m: &EpicModel, s: &World, property: &str) -> Option<String> {
     match property {
         "every slot holds its own PSN's data" => bad_slot(m, s),
+        "a granted call's block is held" => unheld_block(m, s),
         "results are exact" | "no rank fails" | "every run ends with every rank done" => Some(
             s.ranks()
                 .enumerate()

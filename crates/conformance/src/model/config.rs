@@ -58,6 +58,14 @@ pub struct ModelConfig {
     pub max_foreign: u8,
     /// Frames on a link may overtake each other.
     pub reorder: bool,
+    /// Calls each rank runs, one after the other: the next starts as the
+    /// last one completes with the exact result. [VER-011]
+    pub calls: u8,
+    /// The ranks are contended: every switch holds the group's context in
+    /// a block shared with a second group (which never takes it), and
+    /// every call is bracketed by an acquire and a release Barrier
+    /// (temporal multiplexing, §6.2). [VER-011] [TMX-010]
+    pub contended: bool,
     /// The ranks' transport profile.
     pub transport: Transport,
     /// A deliberately wrong engine (mutants only).
@@ -97,6 +105,8 @@ impl ModelConfig {
             max_dup: 0,
             max_foreign: 0,
             reorder: true,
+            calls: 1,
+            contended: false,
             transport: Transport::Gbn,
             pitfall: None,
             slots: None,
@@ -134,6 +144,12 @@ impl ModelConfig {
         if self.max_foreign > 0 {
             a.push_str(&format!(" --foreign {}", self.max_foreign));
         }
+        if self.calls != 1 {
+            a.push_str(&format!(" --calls {}", self.calls));
+        }
+        if self.contended {
+            a.push_str(" --contended");
+        }
         if self.reorder {
             a.push_str(" --reorder");
         }
@@ -154,11 +170,16 @@ impl fmt::Display for ModelConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "mode {} {} {} {} packets, loss ≤ {}, dup ≤ {}, {}{}, {}",
+            "mode {} {} {} {} packets{}, loss ≤ {}, dup ≤ {}, {}{}, {}",
             self.mode.number(),
             self.collective.name(),
             self.tree,
             self.packets,
+            match (self.calls, self.contended) {
+                (1, false) => String::new(),
+                (n, false) => format!(", {n} calls"),
+                (n, true) => format!(", {n} contended calls"),
+            },
             self.max_loss,
             self.max_dup,
             if self.max_foreign > 0 {

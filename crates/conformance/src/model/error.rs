@@ -14,6 +14,9 @@ pub enum ModelError {
     /// The simulator laid the nodes out otherwise than switches, then ranks.
     #[error("unexpected node layout in the cluster")]
     Layout,
+    /// A contended model's shared block could not be set up.
+    #[error("sharing a switch's block: {0}")]
+    Shared(String),
     /// A rank refused its call.
     #[error("rank {0} refused its call: {1}")]
     Start(usize, String),

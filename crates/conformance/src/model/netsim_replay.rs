@@ -9,7 +9,7 @@ use netsim::inc::{Cluster, IncNode};
 use netsim::{NodeId, PortId, Sim};
 use stateright::Model;
 
-use super::build::{self, cluster_config, start_rank};
+use super::build::{self, start_rank};
 use super::check::{Action, EpicModel};
 use super::config::ModelConfig;
 use super::error::ModelError;
@@ -37,7 +37,7 @@ pub fn replay_in_netsim(cfg: &ModelConfig, actions: &[Action]) -> Result<NetsimR
         init,
         deadline: None,
     };
-    let mut cluster = Cluster::build(cluster_config(cfg)).map_err(ModelError::Cluster)?;
+    let mut cluster = build::cluster(cfg)?;
     if cluster.sim.pending_events() != 0 {
         return Err(ModelError::Layout);
     }
@@ -47,11 +47,12 @@ pub fn replay_in_netsim(cfg: &ModelConfig, actions: &[Action]) -> Result<NetsimR
             start_rank(cfg, &mut h.rank, r, elements, Instant::ZERO)?;
         }
     }
-    let sim = &mut cluster.sim;
-    sim.hold_frames();
+    cluster.sim.hold_frames();
     let mut state = model.init.clone();
-    compare(&model, &state, sim, 0)?;
+    compare(&model, &state, &cluster.sim, 0)?;
+    let mut finished = vec![0u8; cluster.hosts.len()];
     for (k, a) in actions.iter().enumerate() {
+        let sim = &mut cluster.sim;
         let step = k + 1;
         let not_offered = || ModelError::NotOffered(step, format!("{a:?}"));
         let sim_err = |e: netsim::SimError| ModelError::Diverged(step, e.to_string());
@@ -85,8 +86,9 @@ pub fn replay_in_netsim(cfg: &ModelConfig, actions: &[Action]) -> Result<NetsimR
                     .map_err(sim_err)?;
             }
         }
+        next_calls(&model, &mut cluster, &mut finished);
         state = model.next_state(&state, *a).ok_or_else(not_offered)?;
-        compare(&model, &state, sim, step)?;
+        compare(&model, &state, &cluster.sim, step)?;
     }
     let ranks = cluster
         .hosts
@@ -112,6 +114,34 @@ pub fn replay_in_netsim(cfg: &ModelConfig, actions: &[Action]) -> Result<NetsimR
         steps: actions.len(),
         ranks,
     })
+}
+
+/// As [`EpicModel::start_next_calls`], on netsim's hosts: each rank
+/// whose call completed exactly and that has calls left starts the next
+/// one, and is serviced at once. [VER-011]
+fn next_calls(model: &EpicModel, cluster: &mut Cluster, finished: &mut [u8]) {
+    let cfg = &model.setup.cfg;
+    for (r, id) in cluster.hosts.clone().into_iter().enumerate() {
+        let Some(done) = finished.get_mut(r) else {
+            continue;
+        };
+        let want = model.setup.expected.get(r);
+        let Some(IncNode::Host(h)) = cluster.sim.node(id) else {
+            continue;
+        };
+        let ready = done.saturating_add(1) < cfg.calls
+            && matches!(&h.outcome, Some((HostEvent::Completed { output }, _)) if Some(output) == want);
+        if !ready {
+            continue;
+        }
+        let now = cluster.sim.now();
+        if let Some(IncNode::Host(h)) = cluster.sim.node_mut(id) {
+            h.outcome = None;
+            *done = done.saturating_add(1);
+            let _ = start_rank(cfg, &mut h.rank, r, model.setup.elements, now);
+        }
+    }
+    cluster.sim.service_dirty();
 }
 
 /// The index of the held frame toward `f`'s port with `f`'s meaning.

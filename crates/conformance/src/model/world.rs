@@ -108,6 +108,8 @@ pub struct Rank {
     pub host: HostRank,
     /// The call's end, once reported.
     pub outcome: Option<HostEvent>,
+    /// Calls before this one that completed exactly. [VER-011]
+    pub finished: u8,
 }
 
 /// A machine of the tree (held behind an `Arc`, so the size difference

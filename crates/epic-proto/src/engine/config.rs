@@ -269,6 +269,13 @@ pub enum Pitfall {
     /// endpoint's port to its QP is taken as the peer's. Breaks [ENG-016].
     #[cfg(feature = "mutants")]
     NoSourceCheck,
+    /// A shared block's release gives the block back whenever a release
+    /// Barrier's control is processed after its echo passed, duplicates
+    /// and retransmissions included, not only the first time: a late copy
+    /// frees the block the group's next call holds (the regression of
+    /// a0e70a4, a flaky Mode III lab test). Breaks [TMX-013].
+    #[cfg(feature = "mutants")]
+    LateDuplicateRelease,
 }
 
 /// Every [`Pitfall`] variant compiled in.
@@ -286,6 +293,8 @@ const COMPILED_PITFALLS: &[Pitfall] = &[
     Pitfall::NoRangeCheck,
     #[cfg(feature = "mutants")]
     Pitfall::NoSourceCheck,
+    #[cfg(feature = "mutants")]
+    Pitfall::LateDuplicateRelease,
 ];
 
 impl Pitfall {
@@ -316,6 +325,8 @@ impl Pitfall {
             Pitfall::NoRangeCheck => "no_range_check",
             #[cfg(feature = "mutants")]
             Pitfall::NoSourceCheck => "no_source_check",
+            #[cfg(feature = "mutants")]
+            Pitfall::LateDuplicateRelease => "late_duplicate_release",
         }
     }
 

@@ -106,7 +106,13 @@ impl Shared {
             LockRequest::Release => true,
             LockRequest::Acquire { .. } => denied,
         };
-        if passed && !step.passed_before && give_back && io.arena.release(p.offset, p.tenant) {
+        // Test-only mutant: every copy gives the block back. [TMX-013]
+        #[cfg(feature = "mutants")]
+        let first = !step.passed_before
+            || io.cfg.pitfall == Some(super::config::Pitfall::LateDuplicateRelease);
+        #[cfg(not(feature = "mutants"))]
+        let first = !step.passed_before;
+        if passed && first && give_back && io.arena.release(p.offset, p.tenant) {
             io.counters.locks_released += 1;
         }
     }

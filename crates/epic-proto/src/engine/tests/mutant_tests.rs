@@ -18,7 +18,7 @@ use crate::wire::{Collective, ErrorKind, RoceFrame};
 fn mutants_are_named() {
     let all = Pitfall::mutants();
     assert_eq!(all, Pitfall::ALL_MUTANTS);
-    assert_eq!(all.len(), 7);
+    assert_eq!(all.len(), 8);
     assert!(all.contains(&Pitfall::Mode3WithMode2Recycle));
     for (i, m) in all.iter().enumerate() {
         assert_eq!(Pitfall::from_name(m.name()), Some(*m));
