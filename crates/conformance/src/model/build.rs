@@ -68,6 +68,18 @@ pub fn cluster_config(cfg: &ModelConfig) -> ClusterConfig {
 }
 
 impl Setup {
+    /// What a slot's verdict depends on besides the switch's state: the
+    /// encoding of the data and where each call's packets sit.
+    pub fn slot_key(&self) -> u64 {
+        let c = &self.cfg;
+        (self.per_packet as u64)
+            | (self.ranks as u64) << 16
+            | u64::from(self.psns_per_call) << 24
+            | u64::from(self.first_data_psn) << 40
+            | (c.collective as u64) << 48
+            | u64::from(c.mode.number()) << 56
+    }
+
     /// The data packet (0-based, within its call) that a PSN `distance`
     /// after the start PSN carries; a PSN of a control message or Barrier
     /// gives a number past the call's packets.

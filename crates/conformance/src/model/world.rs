@@ -201,6 +201,12 @@ impl Held {
     pub fn machine(&self) -> &Machine {
         &self.machine
     }
+
+    /// The hash of the machine's state (what the state's equality
+    /// compares).
+    pub fn state_hash(&self) -> u64 {
+        self.hash
+    }
 }
 
 /// The hash of a machine's state: aHash with fixed seeds (the same in
