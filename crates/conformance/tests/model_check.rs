@@ -296,7 +296,6 @@ fn late_duplicate_release_is_caught() {
 /// machine and frame in flight equal to the model's after every step.
 #[test]
 fn random_walks_replay_through_netsim() {
-    use conformance::model::build::initial;
     use conformance::model::netsim_replay::replay_in_netsim;
     use conformance::model::{Action, EpicModel};
     use epic_proto::roce::SrConfig;
@@ -331,12 +330,7 @@ fn random_walks_replay_through_netsim() {
                 cfg.tree = STAR_2;
                 cfg.packets = 1;
             }
-            let (setup, init) = initial(&cfg).expect("model builds");
-            let model = EpicModel {
-                setup,
-                init,
-                deadline: None,
-            };
+            let model = EpicModel::new(&cfg).expect("model builds");
             let mut state = model.init.clone();
             let mut walk = Vec::new();
             loop {

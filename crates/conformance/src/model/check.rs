@@ -45,6 +45,17 @@ pub struct EpicModel {
 }
 
 impl EpicModel {
+    /// The model of `cfg` without a time limit: its initial state built
+    /// ([`super::build::initial`]).
+    pub fn new(cfg: &super::config::ModelConfig) -> Result<EpicModel, super::error::ModelError> {
+        let (setup, init) = super::build::initial(cfg)?;
+        Ok(EpicModel {
+            setup,
+            init,
+            deadline: None,
+        })
+    }
+
     /// Indices of the flights worth acting on: the first of each run of
     /// equal frames (acting on any of them gives the same state), and
     /// without reordering only the head of each link.

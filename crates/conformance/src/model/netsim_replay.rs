@@ -31,12 +31,7 @@ pub struct NetsimReplay {
 /// [`ModelError::Diverged`] at the first step after which a machine or
 /// the frames in flight differ from the model's. [VER-009]
 pub fn replay_in_netsim(cfg: &ModelConfig, actions: &[Action]) -> Result<NetsimReplay, ModelError> {
-    let (setup, init) = build::initial(cfg)?;
-    let model = EpicModel {
-        setup,
-        init,
-        deadline: None,
-    };
+    let model = EpicModel::new(cfg)?;
     let mut cluster = build::cluster(cfg)?;
     if cluster.sim.pending_events() != 0 {
         return Err(ModelError::Layout);

@@ -3,7 +3,6 @@
 
 use stateright::{Expectation, Model};
 
-use super::build;
 use super::check::{explain, Action, EpicModel};
 use super::config::ModelConfig;
 use super::error::ModelError;
@@ -56,12 +55,7 @@ pub fn recorded_args(text: &str) -> Option<Vec<String>> {
 /// Replays `actions` from the initial state of `cfg`; an action the
 /// state does not offer ends the replay with an error.
 pub fn replay(cfg: &ModelConfig, actions: &[Action]) -> Result<Vec<ReplayedStep>, ModelError> {
-    let (setup, init) = build::initial(cfg)?;
-    let model = EpicModel {
-        setup,
-        init,
-        deadline: None,
-    };
+    let model = EpicModel::new(cfg)?;
     let mut state = model.init.clone();
     let mut out = Vec::new();
     for (k, a) in actions.iter().enumerate() {

@@ -5,7 +5,6 @@ use std::time::{Duration, Instant};
 
 use stateright::{Checker, Expectation, HasDiscoveries, Model};
 
-use super::build;
 use super::check::EpicModel;
 use super::config::ModelConfig;
 use super::error::ModelError;
@@ -75,13 +74,9 @@ fn required_sometimes(cfg: &ModelConfig, name: &str) -> bool {
 /// Searches `cfg` exhaustively, breadth-first; a violation's path is
 /// written under `out` when given. [VER-003]
 pub fn check(cfg: &ModelConfig, out: Option<&std::path::Path>) -> Result<Report, ModelError> {
-    let (setup, init) = build::initial(cfg)?;
+    let mut model = EpicModel::new(cfg)?;
     let started = Instant::now();
-    let model = EpicModel {
-        setup,
-        init,
-        deadline: cfg.time_limit.map(|t| started + t),
-    };
+    model.deadline = cfg.time_limit.map(|t| started + t);
     let mut builder = model
         .clone()
         .checker()
