@@ -63,7 +63,11 @@ pub(crate) struct ModelCheckArgs {
     /// Timer firings a run may take before it counts as a livelock.
     #[arg(long, default_value_t = conformance::model::config::DEFAULT_MAX_TIMEOUTS)]
     max_timeouts: u16,
-    /// Worker threads.
+    /// Search every interleaving: no partial-order reduction (it is used
+    /// by default where it is sound: FIFO links, no --contended, depth-first).
+    #[arg(long)]
+    no_por: bool,
+    /// Worker threads (a search with partial-order reduction uses one).
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Breadth-first: reports the diameter, keeps the frontier in memory.
@@ -122,6 +126,7 @@ impl ModelCheckArgs {
         cfg.transport = self.transport.transport();
         cfg.slots = self.slots;
         cfg.max_timeouts = self.max_timeouts;
+        cfg.por = !self.no_por;
         cfg.threads = self.threads.max(1);
         cfg.bfs = self.bfs;
         cfg.max_states = self.max_states;
@@ -146,6 +151,15 @@ fn print_report(r: &Report) {
     );
     println!("  time             {:.2} s", r.elapsed.as_secs_f64());
     println!("  peak memory      {} MiB", r.peak_rss >> 20);
+    match r.reduction {
+        Some((reduced, full)) => println!(
+            "  reduction        persistent sets: {reduced} states reduced, {full} expanded in full by the stack proviso"
+        ),
+        None if r.cfg.por && r.cfg.reorder => println!(
+            "  reduction        none: links reorder, no persistent set (docs/VERIFICATION.md)"
+        ),
+        None => println!("  reduction        none"),
+    }
     match &r.verdict {
         Verdict::Pass => println!("  verdict          pass (exhaustive)"),
         Verdict::Bounded => {

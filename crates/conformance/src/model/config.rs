@@ -75,7 +75,11 @@ pub struct ModelConfig {
     pub slots: Option<u32>,
     /// Timer firings a run may take before it counts as a livelock.
     pub max_timeouts: u16,
-    /// Worker threads.
+    /// Partial-order reduction where it is sound (FIFO links, no
+    /// contention): persistent sets in a depth-first search of one thread
+    /// ([`super::ample`], [`super::search`]). [VER-012]
+    pub por: bool,
+    /// Worker threads (of a search without partial-order reduction).
     pub threads: usize,
     /// Breadth-first (gives the diameter, keeps the frontier's states in
     /// memory) instead of depth-first (keeps only fingerprints and the
@@ -111,6 +115,7 @@ impl ModelConfig {
             pitfall: None,
             slots: None,
             max_timeouts: DEFAULT_MAX_TIMEOUTS,
+            por: true,
             threads: 1,
             bfs: false,
             time_limit: None,
@@ -126,6 +131,14 @@ impl ModelConfig {
 pub const DEFAULT_MAX_TIMEOUTS: u16 = 24;
 
 impl ModelConfig {
+    /// Whether the search uses partial-order reduction: asked for, and
+    /// sound here (FIFO links: with reordering no set short of every step
+    /// is persistent; uncontended: [VER-011]'s property spans machines),
+    /// and depth-first.
+    pub fn reduces(&self) -> bool {
+        self.por && !self.reorder && !self.contended && !self.bfs
+    }
+
     /// The `epic model-check` arguments that select this configuration
     /// (written into a counterexample so that it replays).
     pub fn args(&self) -> String {
@@ -152,6 +165,9 @@ impl ModelConfig {
         }
         if self.reorder {
             a.push_str(" --reorder");
+        }
+        if !self.por {
+            a.push_str(" --no-por");
         }
         if let Transport::Sr(_) = self.transport {
             a.push_str(" --transport sr");

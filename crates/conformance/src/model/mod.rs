@@ -5,11 +5,14 @@
 //! - [`build`]: the initial state, from netsim's cluster builder.
 //! - [`check`]: stateright's `Model`: actions and properties.
 //! - [`data`]: the vectors whose sums show every slot's contents.
+//! - [`ample`]: persistent sets; [`search`]: the depth-first search that
+//!   uses them.
 //! - [`run`]: a search and its report; [`trace`]: counterexamples;
 //!   [`replay`] and [`netsim_replay`]: replaying them.
 //!
 //! See docs/VERIFICATION.md.
 
+pub mod ample;
 pub mod build;
 pub mod check;
 pub mod config;
@@ -19,6 +22,7 @@ pub mod forge;
 pub mod netsim_replay;
 pub mod replay;
 pub mod run;
+pub mod search;
 pub mod trace;
 pub mod world;
 

@@ -49,6 +49,9 @@ pub struct Report {
     pub peak_rss: u64,
     /// The verdict.
     pub verdict: Verdict,
+    /// With partial-order reduction: states expanded with a persistent
+    /// set, and states the stack proviso expanded in full. [VER-012]
+    pub reduction: Option<(usize, usize)>,
 }
 
 impl Report {
@@ -82,6 +85,9 @@ pub fn check(cfg: &ModelConfig, out: Option<&std::path::Path>) -> Result<Report,
         .checker()
         .threads(cfg.threads.max(1))
         .finish_when(HasDiscoveries::AnyFailures);
+    if cfg.reduces() {
+        return reduced(&model, started, out);
+    }
     if cfg.max_states > 0 {
         builder = builder.target_state_count(cfg.max_states);
     }
@@ -90,6 +96,72 @@ pub fn check(cfg: &ModelConfig, out: Option<&std::path::Path>) -> Result<Report,
     } else {
         finish(&model, builder.spawn_dfs().join(), started, out)
     }
+}
+
+/// Searches with persistent sets ([`super::search`]). [VER-012]
+fn reduced(
+    model: &EpicModel,
+    started: Instant,
+    out: Option<&std::path::Path>,
+) -> Result<Report, ModelError> {
+    let cfg = &model.setup.cfg;
+    let o = super::search::search(
+        model,
+        super::search::Options {
+            reduce: true,
+            sleep: true,
+            max_states: cfg.max_states,
+            deadline: model.deadline,
+            collect: false,
+        },
+    );
+    let elapsed = started.elapsed();
+    let verdict = if let Some((property, path)) = &o.violation {
+        let detail = path
+            .last()
+            .and_then(|(last, _)| super::check::explain(model, last, property));
+        let dir = out.map(|o| o.to_path_buf());
+        if let Some(d) = &dir {
+            trace::write_counterexample(
+                d,
+                &model.setup,
+                &cfg.args(),
+                property,
+                detail.as_deref(),
+                path,
+            )?;
+        }
+        Verdict::Violation {
+            property: property.to_string(),
+            steps: path.len().saturating_sub(1),
+            dir,
+        }
+    } else if o.bounded {
+        Verdict::Bounded
+    } else {
+        let unreached: Vec<String> = model
+            .properties()
+            .iter()
+            .filter(|p| p.expectation == Expectation::Sometimes)
+            .filter(|p| required_sometimes(cfg, p.name) && !o.reached.contains(&p.name))
+            .map(|p| p.name.to_string())
+            .collect();
+        if unreached.is_empty() {
+            Verdict::Pass
+        } else {
+            Verdict::Unreached(unreached)
+        }
+    };
+    Ok(Report {
+        cfg: *cfg,
+        states: o.states,
+        distinct: o.distinct,
+        diameter: o.depth,
+        elapsed,
+        peak_rss: peak_rss(),
+        verdict,
+        reduction: Some((o.reduced, o.full_by_proviso)),
+    })
 }
 
 /// The report of a finished search.
@@ -154,6 +226,7 @@ fn finish(
         elapsed,
         peak_rss: peak_rss(),
         verdict,
+        reduction: None,
     })
 }
 

@@ -71,6 +71,14 @@ pub(super) fn meaning(frame: &[u8]) -> [&[u8]; 3] {
     ]
 }
 
+impl Flight {
+    /// The hash of where it arrives and what it means (the same for equal
+    /// frames in flight).
+    pub fn key(&self) -> u64 {
+        self.hash
+    }
+}
+
 impl PartialEq for Flight {
     fn eq(&self, other: &Flight) -> bool {
         self.hash == other.hash
@@ -212,7 +220,7 @@ impl Held {
 /// The hash of a machine's state: aHash with fixed seeds (the same in
 /// every run, so searches are reproducible), several times faster than
 /// SipHash on the many small writes a derived `Hash` makes.
-fn hash_of<T: Hash>(v: &T) -> u64 {
+pub(super) fn hash_of<T: Hash>(v: &T) -> u64 {
     const SEEDS: [u64; 4] = [
         0x6570_6963_2d6d_6f64,
         0x656c_2d63_6865_636b,
@@ -284,6 +292,13 @@ impl PartialEq for World {
 }
 
 impl Eq for World {}
+
+impl World {
+    /// The state's 64-bit fingerprint (what the visited set keeps).
+    pub fn fingerprint(&self) -> u64 {
+        hash_of(self)
+    }
+}
 
 impl Hash for World {
     fn hash<H: Hasher>(&self, h: &mut H) {
