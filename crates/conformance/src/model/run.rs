@@ -8,6 +8,7 @@ use stateright::{Checker, Expectation, HasDiscoveries, Model};
 use super::check::EpicModel;
 use super::config::ModelConfig;
 use super::error::ModelError;
+use super::search::PathStep;
 use super::trace;
 
 /// How a search ended.
@@ -80,14 +81,14 @@ pub fn check(cfg: &ModelConfig, out: Option<&std::path::Path>) -> Result<Report,
     let mut model = EpicModel::new(cfg)?;
     let started = Instant::now();
     model.deadline = cfg.time_limit.map(|t| started + t);
+    if cfg.reduces() {
+        return reduced(&model, started, out);
+    }
     let mut builder = model
         .clone()
         .checker()
         .threads(cfg.threads.max(1))
         .finish_when(HasDiscoveries::AnyFailures);
-    if cfg.reduces() {
-        return reduced(&model, started, out);
-    }
     if cfg.max_states > 0 {
         builder = builder.target_state_count(cfg.max_states);
     }
@@ -116,7 +117,33 @@ fn reduced(
         },
     );
     let elapsed = started.elapsed();
-    let verdict = if let Some((property, path)) = &o.violation {
+    let violation = o.violation.as_ref().map(|(p, path)| (*p, path.as_slice()));
+    let verdict = verdict_of(model, out, violation, |p| o.reached.contains(&p), o.bounded)?;
+    Ok(Report {
+        cfg: *cfg,
+        states: o.states,
+        distinct: o.distinct,
+        diameter: o.depth,
+        elapsed,
+        peak_rss: peak_rss(),
+        verdict,
+        reduction: Some((o.reduced, o.full_by_proviso)),
+    })
+}
+
+/// The verdict of a search: the first "always" property violated (its
+/// counterexample written under `out`), else not exhaustive if
+/// `bounded`, else vacuous if a required "sometimes" property was not
+/// `reached`, else a pass.
+fn verdict_of(
+    model: &EpicModel,
+    out: Option<&std::path::Path>,
+    violation: Option<(&str, &[PathStep])>,
+    reached: impl Fn(&'static str) -> bool,
+    bounded: bool,
+) -> Result<Verdict, ModelError> {
+    let cfg = &model.setup.cfg;
+    if let Some((property, path)) = violation {
         let detail = path
             .last()
             .and_then(|(last, _)| super::check::explain(model, last, property));
@@ -131,36 +158,26 @@ fn reduced(
                 path,
             )?;
         }
-        Verdict::Violation {
+        return Ok(Verdict::Violation {
             property: property.to_string(),
             steps: path.len().saturating_sub(1),
             dir,
-        }
-    } else if o.bounded {
-        Verdict::Bounded
+        });
+    }
+    if bounded {
+        return Ok(Verdict::Bounded);
+    }
+    let unreached: Vec<String> = model
+        .properties()
+        .iter()
+        .filter(|p| p.expectation == Expectation::Sometimes)
+        .filter(|p| required_sometimes(cfg, p.name) && !reached(p.name))
+        .map(|p| p.name.to_string())
+        .collect();
+    Ok(if unreached.is_empty() {
+        Verdict::Pass
     } else {
-        let unreached: Vec<String> = model
-            .properties()
-            .iter()
-            .filter(|p| p.expectation == Expectation::Sometimes)
-            .filter(|p| required_sometimes(cfg, p.name) && !o.reached.contains(&p.name))
-            .map(|p| p.name.to_string())
-            .collect();
-        if unreached.is_empty() {
-            Verdict::Pass
-        } else {
-            Verdict::Unreached(unreached)
-        }
-    };
-    Ok(Report {
-        cfg: *cfg,
-        states: o.states,
-        distinct: o.distinct,
-        diameter: o.depth,
-        elapsed,
-        peak_rss: peak_rss(),
-        verdict,
-        reduction: Some((o.reduced, o.full_by_proviso)),
+        Verdict::Unreached(unreached)
     })
 }
 
@@ -176,48 +193,20 @@ fn finish(
     let states = checker.state_count();
     let distinct = checker.unique_state_count();
     let diameter = checker.max_depth();
-    let mut verdict = Verdict::Pass;
-    let mut unreached = Vec::new();
-    for p in model.properties() {
-        let found = checker.discovery(p.name);
-        match (p.expectation, found) {
-            (Expectation::Always | Expectation::Eventually, Some(path)) => {
-                let steps = path.clone().into_vec();
-                let dir = out.map(|o| o.to_path_buf());
-                let detail = steps
-                    .last()
-                    .and_then(|(last, _)| super::check::explain(model, last, p.name));
-                if let Some(d) = &dir {
-                    trace::write_counterexample(
-                        d,
-                        &model.setup,
-                        &cfg.args(),
-                        p.name,
-                        detail.as_deref(),
-                        &steps,
-                    )?;
-                }
-                verdict = Verdict::Violation {
-                    property: p.name.to_string(),
-                    steps: steps.len().saturating_sub(1),
-                    dir,
-                };
-                break;
-            }
-            (Expectation::Sometimes, None) if required_sometimes(cfg, p.name) => {
-                unreached.push(p.name.to_string());
-            }
-            _ => {}
-        }
-    }
-    if verdict == Verdict::Pass {
-        let timed_out = cfg.time_limit.is_some_and(|t| elapsed >= t);
-        if timed_out || (cfg.max_states > 0 && states >= cfg.max_states) {
-            verdict = Verdict::Bounded;
-        } else if !unreached.is_empty() {
-            verdict = Verdict::Unreached(unreached);
-        }
-    }
+    let violation = model
+        .properties()
+        .into_iter()
+        .filter(|p| p.expectation != Expectation::Sometimes)
+        .find_map(|p| Some((p.name, checker.discovery(p.name)?.into_vec())));
+    let timed_out = cfg.time_limit.is_some_and(|t| elapsed >= t);
+    let bounded = timed_out || (cfg.max_states > 0 && states >= cfg.max_states);
+    let verdict = verdict_of(
+        model,
+        out,
+        violation.as_ref().map(|(p, path)| (*p, path.as_slice())),
+        |p| checker.discovery(p).is_some(),
+        bounded,
+    )?;
     Ok(Report {
         cfg: *cfg,
         states,

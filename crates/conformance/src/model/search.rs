@@ -37,9 +37,11 @@ use stateright::{Expectation, Model};
 use super::check::{Action, EpicModel};
 use super::world::World;
 
-/// A path from the initial state: each state with the step taken from it
-/// (the last has none).
-pub type Path = Vec<(World, Option<Action>)>;
+/// A state of a path, with the step taken from it (the last has none).
+pub type PathStep = (World, Option<Action>);
+
+/// A path from the initial state.
+pub type Path = Vec<PathStep>;
 
 /// What the search found.
 #[derive(Debug, Clone, Default)]
