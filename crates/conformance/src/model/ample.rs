@@ -126,9 +126,6 @@ pub fn reduce(wiring: &Wiring, s: &World, actions: &mut Vec<Action>) -> bool {
 fn at_head(s: &World, a: Action) -> bool {
     match a {
         Action::Deliver(_) | Action::Fire(_) => true,
-        Action::Drop(i) | Action::Duplicate(i) | Action::Forge(i) => {
-            let to = s.flights.get(i).map(|f| f.to);
-            i == 0 || s.flights.get(i - 1).map(|f| f.to) != to
-        }
+        Action::Drop(i) | Action::Duplicate(i) | Action::Forge(i) => s.is_head(i),
     }
 }

@@ -62,12 +62,11 @@ impl EpicModel {
     fn distinct_flights(&self, s: &World, heads_only: bool) -> Vec<usize> {
         let mut out = Vec::new();
         for (i, f) in s.flights.iter().enumerate() {
-            let prev = i.checked_sub(1).and_then(|p| s.flights.get(p));
             if heads_only {
-                if prev.is_some_and(|p| p.to == f.to) {
+                if !s.is_head(i) {
                     continue;
                 }
-            } else if prev == Some(f) {
+            } else if i.checked_sub(1).and_then(|p| s.flights.get(p)) == Some(f) {
                 continue;
             }
             out.push(i);

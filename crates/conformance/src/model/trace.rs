@@ -66,7 +66,7 @@ pub fn write_counterexample(
     args: &str,
     property: &str,
     detail: Option<&str>,
-    path: &[(World, Option<Action>)],
+    path: &[super::search::PathStep],
 ) -> Result<(), ModelError> {
     std::fs::create_dir_all(dir)?;
     let mut text = String::new();

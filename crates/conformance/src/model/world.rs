@@ -342,6 +342,14 @@ impl World {
         self.nodes.get(n).map(Held::machine)
     }
 
+    /// Whether flight `i` is the first on its link (flights are grouped
+    /// by receiving port; without reordering each group is in sending
+    /// order, so this is the link's head).
+    pub fn is_head(&self, i: usize) -> bool {
+        let to = self.flights.get(i).map(|f| f.to);
+        to.is_some() && (i == 0 || self.flights.get(i - 1).map(|f| f.to) != to)
+    }
+
     /// The ranks, in rank order.
     pub fn ranks(&self) -> impl Iterator<Item = &Rank> + '_ {
         self.nodes.iter().filter_map(|n| match n.machine() {
