@@ -11,6 +11,7 @@ mod args;
 mod bench;
 mod conformance;
 mod decode;
+mod inspect;
 mod lab;
 mod manager;
 mod model_check;
@@ -35,6 +36,9 @@ enum Command {
     Conformance(conformance::ConformanceArgs),
     /// Decode a pcap/pcapng capture of RoCEv2/EPIC frames.
     Decode(decode::DecodeArgs),
+    /// Analyse the captures of one run: invocations, flows, PSN progress,
+    /// retransmissions and rule violations with their SPEC IDs.
+    Inspect(inspect::InspectArgs),
     /// Stand up a whole cluster in this process (software switches on
     /// in-memory links, ranks running commlib) and run every collective in
     /// every mode, each result checked against a host-side reference.
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Conformance(args) => conformance::run(args),
         Command::Decode(args) => decode::run(args),
+        Command::Inspect(args) => inspect::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Manager(args) => manager::run(args),

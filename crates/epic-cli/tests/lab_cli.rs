@@ -44,7 +44,7 @@ fn json_rows_carry_the_schema() {
 }
 
 /// [LAB-002] The table, and a capture per port that `epic decode` reads
-/// back with valid ICRCs.
+/// back with valid ICRCs and the trace analysis reads as one run.
 #[test]
 fn table_and_captures() {
     let dir = std::env::temp_dir().join(format!("epic-lab-cli-{}", std::process::id()));
@@ -82,6 +82,25 @@ fn table_and_captures() {
     assert!(decoded.contains("EPIC all_reduce"), "{decoded}");
     assert!(!decoded.contains("icrc=BAD"), "{decoded}");
     assert!(decoded.contains("icrc=ok"), "{decoded}");
+    // The folder as one run: every frame was captured where it left and
+    // where it arrived, and is one packet seen twice.
+    let caps = epic_trace::Capture::open_all(&dir).unwrap();
+    let a = epic_trace::Analysis::of(&caps);
+    let frames: usize = caps.iter().map(|c| c.frames.len()).sum();
+    assert_eq!(a.packets.len() * 2, frames);
+    assert!(a.packets.iter().all(|p| p.also_seen.len() == 1));
+    // Both directions of the six links of Tree-3-2, each flow seen at both
+    // of its ends.
+    assert_eq!(a.flows.len(), 12);
+    assert!(a.flows.iter().all(|f| f.captures.len() == 2));
+    // One warm-up call and one timed call, each over every hop.
+    assert_eq!(a.invocations.len(), 2);
+    for (n, inv) in a.invocations.iter().enumerate() {
+        assert_eq!((inv.collective, inv.invocation), ("all_reduce", n as u32));
+        assert_eq!(inv.flows.len(), 12);
+        assert_eq!(inv.senders.len(), 7);
+    }
+    assert_eq!(a.violations().count(), 0, "{:#?}", a.experts);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

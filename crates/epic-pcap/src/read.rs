@@ -6,7 +6,7 @@
 //! hands them over in raw units.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Cursor, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use pcap_file::pcap::PcapReader;
@@ -93,9 +93,12 @@ const PCAP_MAGICS: [[u8; 4]; 4] = [
 ];
 const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
 
+/// Where the bytes come from: a file, or a buffer already in memory.
+type Source = Box<dyn Read + Send>;
+
 enum Inner {
-    Pcap(PcapReader<BufReader<File>>),
-    PcapNg(PcapNgReader<BufReader<File>>),
+    Pcap(PcapReader<Source>),
+    PcapNg(PcapNgReader<Source>),
 }
 
 /// Iterates the frames of a capture file.
@@ -117,13 +120,28 @@ impl CaptureReader {
         let mut magic = [0u8; 4];
         let got = read_up_to(&mut file, &mut magic).map_err(io)?;
         file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let magic = magic.get(..got).unwrap_or(&[]);
+        CaptureReader::with_source(path, magic, Box::new(BufReader::new(file)))
+    }
+
+    /// Reads a capture held in memory (a file a browser handed over, say);
+    /// `name` stands for its path in errors.
+    pub fn from_bytes(name: &Path, bytes: Vec<u8>) -> Result<CaptureReader, CaptureError> {
+        let magic: Vec<u8> = bytes.iter().take(4).copied().collect();
+        CaptureReader::with_source(name, &magic, Box::new(Cursor::new(bytes)))
+    }
+
+    fn with_source(
+        path: &Path,
+        magic: &[u8],
+        reader: Source,
+    ) -> Result<CaptureReader, CaptureError> {
         let malformed = |e: pcap_file::PcapError| CaptureError::Malformed {
             path: path.to_path_buf(),
             frames: 0,
             reason: Malformation::Parse(e),
         };
-        let reader = BufReader::new(file);
-        let inner = if got == 4 && PCAP_MAGICS.contains(&magic) {
+        let inner = if PCAP_MAGICS.iter().any(|m| m[..] == *magic) {
             let r = PcapReader::new(reader).map_err(malformed)?;
             let linktype = r.header().datalink;
             if linktype != DataLink::ETHERNET {
@@ -133,10 +151,10 @@ impl CaptureReader {
                 });
             }
             Inner::Pcap(r)
-        } else if got == 4 && magic == PCAPNG_MAGIC {
+        } else if magic == PCAPNG_MAGIC {
             Inner::PcapNg(PcapNgReader::new(reader).map_err(malformed)?)
         } else {
-            let shown: Vec<String> = magic.iter().take(got).map(|b| format!("{b:02x}")).collect();
+            let shown: Vec<String> = magic.iter().map(|b| format!("{b:02x}")).collect();
             return Err(CaptureError::NotPcap {
                 path: path.to_path_buf(),
                 magic: if shown.is_empty() {
@@ -201,7 +219,7 @@ impl Iterator for CaptureReader {
 
 /// The next packet block of a pcapng file, skipping other blocks.
 fn next_pcapng(
-    r: &mut PcapNgReader<BufReader<File>>,
+    r: &mut PcapNgReader<Source>,
     path: &Path,
 ) -> Option<Result<CapturedFrame, Malformation>> {
     loop {

@@ -1,0 +1,104 @@
+//! Findings: what the analysis has to say about a packet, how bad it is,
+//! and the requirement it concerns (Wireshark's "expert info", with SPEC
+//! IDs).
+
+use serde::Serialize;
+
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Protocol at work: a NAK, a retransmission, a CNP.
+    Note,
+    /// Something went missing or arrived oddly, which the protocol is
+    /// built to recover from: a PSN gap.
+    Warning,
+    /// A requirement is broken.
+    Violation,
+}
+
+/// What was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpertKind {
+    /// A RoCEv2 frame that does not parse (Table 9-1).
+    Malformed,
+    /// The ICRC does not match the frame. [WIRE-071]
+    BadIcrc,
+    /// The IPv4 header checksum is wrong. [WIRE-025]
+    BadIpv4Checksum,
+    /// A request PSN beyond the next expected one: packets went missing
+    /// before the capture point.
+    PsnGap,
+    /// A request PSN the flow already carried.
+    Retransmission,
+    /// A retransmission whose payload differs from the original's. [RC-032]
+    RetransmissionDiffers,
+    /// A NAK (sequence error or another code).
+    Nak,
+    /// An RNR NAK.
+    RnrNak,
+    /// A SACK.
+    Sack,
+    /// A congestion notification, or a CE/FECN mark.
+    Congestion,
+    /// Data of an invocation before the sender's control message for it.
+    /// [WIRE-121] [CTL-001]
+    DataBeforeControl,
+    /// Data on a connection of an EPIC group whose PSN lies in no
+    /// announced invocation's range. [WIRE-120] [WIRE-122]
+    PsnOutsideRange,
+}
+
+impl ExpertKind {
+    /// How much it matters.
+    pub fn severity(self) -> Severity {
+        match self {
+            ExpertKind::Malformed
+            | ExpertKind::BadIcrc
+            | ExpertKind::BadIpv4Checksum
+            | ExpertKind::RetransmissionDiffers
+            | ExpertKind::DataBeforeControl
+            | ExpertKind::PsnOutsideRange => Severity::Violation,
+            ExpertKind::PsnGap => Severity::Warning,
+            ExpertKind::Retransmission
+            | ExpertKind::Nak
+            | ExpertKind::RnrNak
+            | ExpertKind::Sack
+            | ExpertKind::Congestion => Severity::Note,
+        }
+    }
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Expert {
+    /// The packet (its timeline index).
+    pub packet: usize,
+    /// What.
+    pub kind: ExpertKind,
+    /// How much it matters.
+    pub severity: Severity,
+    /// The requirements it concerns (`WIRE-071`, …; empty for notes that
+    /// break nothing).
+    pub spec: Vec<&'static str>,
+    /// What happened, in a sentence.
+    pub message: String,
+}
+
+impl Expert {
+    pub(crate) fn new(
+        packet: usize,
+        kind: ExpertKind,
+        spec: &[&'static str],
+        message: String,
+    ) -> Expert {
+        Expert {
+            packet,
+            kind,
+            severity: kind.severity(),
+            spec: spec.to_vec(),
+            message,
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Invocations: one collective call of one group, reconstructed from its
+//! control messages, their echoes and the data in their PSN ranges.
+
+use core::net::Ipv4Addr;
+
+use serde::Serialize;
+
+/// One invocation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Invocation {
+    /// Group id.
+    pub group: u32,
+    /// Invocation sequence number.
+    pub invocation: u32,
+    /// Collective name.
+    pub collective: &'static str,
+    /// Reduce operation name.
+    pub op: &'static str,
+    /// Data type name.
+    pub dtype: &'static str,
+    /// Root rank.
+    pub root: u16,
+    /// Elements (as the first control message announced them).
+    pub elements: u64,
+    /// The message: elements times the element size.
+    pub message_bytes: u64,
+    /// Control messages and echoes (timeline indices).
+    pub controls: Vec<usize>,
+    /// Addresses that sent a control message or an echo for it: every
+    /// rank and every switch on its tree that was captured.
+    pub senders: Vec<Ipv4Addr>,
+    /// Flows that carried its control or data.
+    pub flows: Vec<usize>,
+    /// Data packets sent for the first time, over every hop.
+    pub data_packets: usize,
+    /// Data packets sent again.
+    pub retransmissions: usize,
+    /// Payload bytes of first transmissions, summed over every hop.
+    pub bytes: u64,
+    /// First and last packet time, nanoseconds.
+    pub first_ns: u64,
+    /// Last packet time, nanoseconds.
+    pub last_ns: u64,
+}
+
+impl Invocation {
+    /// Duration from its first packet to its last, nanoseconds.
+    pub fn duration_ns(&self) -> u64 {
+        self.last_ns.saturating_sub(self.first_ns)
+    }
+
+    /// Algorithm bandwidth: the message over the duration, Gbit/s (0 for a
+    /// Barrier or an instant).
+    pub fn algbw_gbps(&self) -> f64 {
+        match self.duration_ns() {
+            0 => 0.0,
+            ns => self.message_bytes as f64 * 8.0 / ns as f64,
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The analysis as text: what `epic inspect --report` prints.
+
+use core::fmt;
+
+use crate::analysis::Analysis;
+use crate::expert::Severity;
+
+/// The text report of an analysis; notes are counted, and listed only
+/// when asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct Report<'a> {
+    /// The analysis.
+    pub analysis: &'a Analysis,
+    /// List every note too (NAKs, retransmissions, CNPs), not only
+    /// warnings and violations.
+    pub notes: bool,
+}
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let a = self.analysis;
+        let twice = a.packets.iter().filter(|p| !p.also_seen.is_empty()).count();
+        writeln!(
+            f,
+            "captures     {}: {}",
+            a.captures.len(),
+            a.captures.join(", ")
+        )?;
+        writeln!(
+            f,
+            "packets      {} ({twice} seen at both ends of a link)",
+            a.packets.len()
+        )?;
+        writeln!(f, "invocations  {}", a.invocations.len())?;
+        for (n, v) in a.invocations.iter().enumerate() {
+            let ns = v.duration_ns();
+            writeln!(
+                f,
+                "  [{n}] group {} invocation {}: {} {} {} root {}, {} elements ({} B); {} flows, {} senders; {} data packets (+{} resent), {} B over every hop; {:.3} ms, {:.2} Gb/s algorithm bandwidth",
+                v.group,
+                v.invocation,
+                v.collective,
+                v.op,
+                v.dtype,
+                v.root,
+                v.elements,
+                v.message_bytes,
+                v.flows.len(),
+                v.senders.len(),
+                v.data_packets,
+                v.retransmissions,
+                v.bytes,
+                ns as f64 / 1e6,
+                v.algbw_gbps(),
+            )?;
+        }
+        writeln!(f, "flows        {}", a.flows.len())?;
+        for (n, fl) in a.flows.iter().enumerate() {
+            let psn = fl
+                .psn_range
+                .map_or_else(String::new, |(lo, hi)| format!(", PSN {lo}..={hi}"));
+            writeln!(
+                f,
+                "  [{n}] {} > {} QP 0x{:06x}: {} requests (+{} resent), {} gaps, {} ACKs ({} NAKs, {} SACKs), {} congestion{psn}",
+                fl.key.src,
+                fl.key.dst,
+                fl.key.dest_qp,
+                fl.requests,
+                fl.retransmissions,
+                fl.gaps,
+                fl.acks,
+                fl.naks,
+                fl.sacks,
+                fl.congestion,
+            )?;
+        }
+        let count = |s: Severity| a.experts.iter().filter(|e| e.severity == s).count();
+        writeln!(
+            f,
+            "experts      {} violations, {} warnings, {} notes",
+            count(Severity::Violation),
+            count(Severity::Warning),
+            count(Severity::Note)
+        )?;
+        for e in &a.experts {
+            if e.severity == Severity::Note && !self.notes {
+                continue;
+            }
+            let at = a.packets.get(e.packet);
+            let place = at
+                .and_then(|p| a.captures.get(p.seen.capture).map(|c| (c, p.seen.frame)))
+                .map_or_else(String::new, |(c, fr)| format!(" ({c} #{fr})"));
+            let spec = if e.spec.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", e.spec.join("] ["))
+            };
+            let sev = match e.severity {
+                Severity::Violation => "violation",
+                Severity::Warning => "warning",
+                Severity::Note => "note",
+            };
+            writeln!(
+                f,
+                "  packet {}{place}: {sev}{spec}: {}",
+                e.packet, e.message
+            )?;
+        }
+        Ok(())
+    }
+}
