@@ -4,10 +4,10 @@
 use core::net::Ipv4Addr;
 
 use epic_proto::wire::{is_epic_control, LaxFrame, NakCode, Opcode, Syndrome, ROCEV2_PORT};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a frame is, for the table's filters and the analysis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PacketKind {
     /// An EPIC control message (or a switch's echo of one).
