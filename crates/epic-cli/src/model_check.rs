@@ -185,6 +185,10 @@ fn print_report(r: &Report) {
                     "  replay           epic model-check --replay {}/steps.txt",
                     d.display()
                 );
+                println!(
+                    "  inspect          epic inspect --report {}/frames.pcap",
+                    d.display()
+                );
             }
         }
     }
