@@ -369,12 +369,33 @@ impl Analysis {
                 continue;
             };
             match list.iter().find(|a| psn.in_window(a.first_psn, a.packets)) {
+                // The control's own PSN after its data's: it announced
+                // data already sent.
+                Some(a) if self.packets.get(a.at).and_then(|c| c.psn).is_some_and(|c| {
+                    Psn::from_truncated(c).is_after(psn)
+                }) =>
+                {
+                    experts.push(Expert::new(
+                        i,
+                        ExpertKind::DataBeforeControl,
+                        &["WIRE-121", "CTL-001"],
+                        format!(
+                            "data PSN {} sent before the control message (packet {}) that announces it",
+                            psn.value(),
+                            a.at
+                        ),
+                    ))
+                }
+                // The control's PSN before its data's, but the control seen
+                // only later: it went missing before this capture point (or
+                // was sent late, which a capture cannot tell apart); a
+                // switch refuses such data until the control is resent.
                 Some(a) => experts.push(Expert::new(
                     i,
-                    ExpertKind::DataBeforeControl,
-                    &["WIRE-121", "CTL-001"],
+                    ExpertKind::ControlMissing,
+                    &["WIRE-122"],
                     format!(
-                        "data PSN {} sent before the control message (packet {}) that announces it",
+                        "data PSN {} arrived before its control message (packet {}): the control was missing here",
                         psn.value(),
                         a.at
                     ),

@@ -42,9 +42,14 @@ pub enum ExpertKind {
     Sack,
     /// A congestion notification, or a CE/FECN mark.
     Congestion,
-    /// Data of an invocation before the sender's control message for it.
-    /// [WIRE-121] [CTL-001]
+    /// Data of an invocation sent before the control message that
+    /// announces it, which carries a later PSN. [WIRE-121] [CTL-001]
     DataBeforeControl,
+    /// Data of an invocation seen before its control message, whose PSN is
+    /// earlier: the control went missing before the capture point (or was
+    /// sent late). A switch refuses such data until the control is resent.
+    /// [WIRE-122]
+    ControlMissing,
     /// Data on a connection of an EPIC group whose PSN lies in no
     /// announced invocation's range. [WIRE-120] [WIRE-122]
     PsnOutsideRange,
@@ -60,7 +65,7 @@ impl ExpertKind {
             | ExpertKind::RetransmissionDiffers
             | ExpertKind::DataBeforeControl
             | ExpertKind::PsnOutsideRange => Severity::Violation,
-            ExpertKind::PsnGap => Severity::Warning,
+            ExpertKind::PsnGap | ExpertKind::ControlMissing => Severity::Warning,
             ExpertKind::Retransmission
             | ExpertKind::Nak
             | ExpertKind::RnrNak
