@@ -156,6 +156,9 @@ impl Analysis {
                 p.ts_ns,
             );
             let control = p.control;
+            if let Some(pk) = self.packets.get_mut(i) {
+                pk.flow = Some(f);
+            }
             let Some(flow) = self.flows.get_mut(f) else {
                 continue;
             };
@@ -267,7 +270,6 @@ impl Analysis {
             }
             if let Some(pk) = self.packets.get_mut(i) {
                 pk.retransmission = retransmission;
-                pk.flow = Some(f);
             }
             // Invocations.
             let inv = if let Some(c) = control {

@@ -39,6 +39,10 @@ fn every_golden_trace_has_one_invocation_and_no_violation() {
         // Both directions of six links.
         assert_eq!(a.flows.len(), 12, "{name}");
         assert!(a.flows.iter().all(|f| f.reverse.is_some()), "{name}");
+        // Every packet, ACKs and NAKs too, on its flow.
+        assert!(a.packets.iter().all(|p| p.flow.is_some()), "{name}");
+        let on_flows: usize = a.flows.iter().map(|f| f.packets.len()).sum();
+        assert_eq!(on_flows, a.packets.len(), "{name}");
         assert_eq!(a.invocations.len(), 1, "{name}");
         let inv = &a.invocations[0];
         let collective = name.rsplit('-').next().unwrap();

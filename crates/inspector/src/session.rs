@@ -96,6 +96,9 @@ pub struct Point {
     pub kind: PacketKind,
     /// A resend.
     pub retransmission: bool,
+    /// PSNs were skipped just before it (lost before the capture point, or
+    /// sent out of order).
+    pub gap: bool,
 }
 
 /// The PSN graph of a flow: its requests, and the acknowledgements that
@@ -146,6 +149,95 @@ pub struct IoGraph {
     pub start_ns: u64,
     /// Per capture: (frames, bytes) per bucket.
     pub captures: Vec<Vec<(u32, u64)>>,
+}
+
+/// The lanes in the order a tree reads left to right: from the lane at the
+/// centre of the graph of who talks to whom (the spine), an in-order walk
+/// (the first half of a node's neighbours, the node, the second half), so
+/// that every rank sits beside its switch and every switch between its
+/// subtrees; neighbours in address order. Lanes the walk does not reach
+/// (a graph that is no tree) follow in address order.
+fn tree_order(lanes: &[Ipv4Addr], arrows: &[Arrow]) -> Vec<usize> {
+    let n = lanes.len();
+    let mut adj: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
+    for a in arrows {
+        if a.from != a.to {
+            if let Some(x) = adj.get_mut(a.from) {
+                x.insert(a.to);
+            }
+            if let Some(x) = adj.get_mut(a.to) {
+                x.insert(a.from);
+            }
+        }
+    }
+    let by_addr = |v: &mut Vec<usize>| v.sort_by_key(|&x| lanes.get(x).copied());
+    // Eccentricity by breadth-first search from every lane (lanes are few).
+    let ecc = |s: usize| {
+        let mut dist = vec![usize::MAX; n];
+        let mut queue = std::collections::VecDeque::from([s]);
+        if let Some(d) = dist.get_mut(s) {
+            *d = 0;
+        }
+        let mut far = 0;
+        while let Some(x) = queue.pop_front() {
+            let dx = dist.get(x).copied().unwrap_or(0);
+            far = far.max(dx);
+            for &y in adj.get(x).into_iter().flatten() {
+                if dist.get(y) == Some(&usize::MAX) {
+                    if let Some(d) = dist.get_mut(y) {
+                        *d = dx + 1;
+                    }
+                    queue.push_back(y);
+                }
+            }
+        }
+        far
+    };
+    let mut all: Vec<usize> = (0..n).collect();
+    by_addr(&mut all);
+    let Some(&centre) = all.iter().min_by_key(|&&x| ecc(x)) else {
+        return all;
+    };
+    let mut order = Vec::with_capacity(n);
+    let mut seen = vec![false; n];
+    fn walk(
+        x: usize,
+        adj: &[BTreeSet<usize>],
+        seen: &mut [bool],
+        order: &mut Vec<usize>,
+        by_addr: &dyn Fn(&mut Vec<usize>),
+    ) {
+        if let Some(s) = seen.get_mut(x) {
+            *s = true;
+        }
+        let mut kids: Vec<usize> = adj
+            .get(x)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&y| !seen.get(y).copied().unwrap_or(true))
+            .collect();
+        by_addr(&mut kids);
+        for &k in &kids {
+            if let Some(s) = seen.get_mut(k) {
+                *s = true;
+            }
+        }
+        let half = kids.len() / 2;
+        for &k in kids.iter().take(half) {
+            walk(k, adj, seen, order, by_addr);
+        }
+        order.push(x);
+        for &k in kids.iter().skip(half) {
+            walk(k, adj, seen, order, by_addr);
+        }
+    }
+    walk(centre, &adj, &mut seen, &mut order, &by_addr);
+    order.extend(
+        all.into_iter()
+            .filter(|&x| !seen.get(x).copied().unwrap_or(true)),
+    );
+    order
 }
 
 impl Session {
@@ -271,6 +363,12 @@ impl Session {
     pub fn series(&mut self, flow: usize) -> Option<Series> {
         let a = self.analysis();
         let f = a.flows.get(flow)?;
+        let gaps: BTreeSet<usize> = a
+            .experts
+            .iter()
+            .filter(|e| e.kind == epic_trace::ExpertKind::PsnGap)
+            .map(|e| e.packet)
+            .collect();
         let point = |&i: &usize| {
             let p = a.packets.get(i)?;
             Some(Point {
@@ -279,6 +377,7 @@ impl Session {
                 psn: p.psn?,
                 kind: p.kind,
                 retransmission: p.retransmission,
+                gap: gaps.contains(&i),
             })
         };
         let is_request = |p: &Point| matches!(p.kind, PacketKind::Control | PacketKind::Data);
@@ -341,10 +440,7 @@ impl Session {
                 psn: p.psn,
             });
         }
-        // Ranks (the addresses that only ever talk to one peer) first,
-        // in address order, then switches: a stable, readable layout.
-        let mut order: Vec<usize> = (0..lanes.len()).collect();
-        order.sort_by_key(|&n| lanes.get(n).copied());
+        let order = tree_order(&lanes, &arrows);
         let rank: Vec<usize> = {
             let mut r = vec![0; lanes.len()];
             for (pos, &n) in order.iter().enumerate() {

@@ -77,11 +77,19 @@ fn summary_table_detail_graphs() {
         .unwrap();
     let series = s.series(flow).unwrap();
     assert!(series.requests.iter().any(|p| p.retransmission));
+    let gapped = (0..12).find(|&f| s.analysis().flows[f].gaps > 0).unwrap();
+    assert!(s.series(gapped).unwrap().requests.iter().any(|p| p.gap));
     assert!(!series.responses.is_empty());
     assert!(s.series(99).is_none());
     // The ladder: four ranks and three switches.
     let ladder = s.ladder(0).unwrap();
-    assert_eq!(ladder.lanes.len(), 7);
+    let lanes: Vec<String> = ladder.lanes.iter().map(|l| l.to_string()).collect();
+    // The tree read left to right: each rank beside its leaf, the spine
+    // between the leaves.
+    assert_eq!(
+        lanes,
+        ["10.0.0.0", "10.1.0.1", "10.0.0.1", "10.1.0.0", "10.0.0.2", "10.1.0.2", "10.0.0.3"]
+    );
     assert!(ladder
         .arrows
         .iter()

@@ -327,6 +327,16 @@ async function renderPsn() {
   for (const p of s.requests) {
     ctx.fillStyle = p.retransmission ? COLORS.resend : COLORS[p.kind] || "#000";
     ctx.fillRect(X(p.ts_ns) - 2, Y(p.psn) - 6, 4, 6);
+    if (p.gap) {
+      // PSNs skipped before this one: a red mark below it.
+      ctx.strokeStyle = COLORS.nak;
+      ctx.beginPath();
+      ctx.moveTo(X(p.ts_ns) - 4, Y(p.psn) + 6);
+      ctx.lineTo(X(p.ts_ns) + 4, Y(p.psn) + 6);
+      ctx.lineTo(X(p.ts_ns), Y(p.psn) + 1);
+      ctx.closePath();
+      ctx.stroke();
+    }
   }
   for (const p of s.responses) {
     ctx.strokeStyle = COLORS[p.kind] || "#000";
