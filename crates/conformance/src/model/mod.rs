@@ -24,6 +24,7 @@ pub mod replay;
 pub mod run;
 pub mod search;
 pub mod trace;
+mod visited;
 pub mod world;
 
 pub use check::{Action, EpicModel};

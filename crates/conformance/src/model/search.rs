@@ -28,13 +28,13 @@
 //!
 //! The stack holds the path, so a violation's counterexample is the stack.
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::HashSet;
 use std::time::Instant;
 
 use stateright::{Expectation, Model};
 
 use super::check::{Action, EpicModel};
+use super::visited::{Fingerprints, Visited};
 use super::world::World;
 
 /// A state of a path, with the step taken from it (the last has none).
@@ -92,26 +92,6 @@ pub struct Options {
     /// Collect [`Outcome::terminals`] and [`Outcome::locals`].
     pub collect: bool,
 }
-
-/// The fingerprints are hashes already: the sets use them as they are.
-#[derive(Default)]
-struct Identity(u64);
-
-impl Hasher for Identity {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
-type ById = BuildHasherDefault<Identity>;
 
 /// A step, as the same step in every state where it is enabled: what it
 /// does, to which frame (by receiver and meaning) or whose timer.
@@ -178,14 +158,14 @@ pub fn search(model: &EpicModel, opts: Options) -> Outcome {
     let mut reached = vec![false; properties.len()];
     // Each visited state with the ids of the steps asleep when it was
     // (last) explored.
-    let mut visited: HashMap<u64, Box<[u64]>, ById> = HashMap::default();
-    let mut on_stack: HashSet<u64, ById> = HashSet::default();
+    let mut visited = Visited::default();
+    let mut on_stack = Fingerprints::default();
     let mut stack: Vec<Frame> = Vec::new();
     let sleep_on = opts.reduce && opts.sleep;
 
     let init = model.init.clone();
     let fp = init.fingerprint();
-    visited.insert(fp, Box::new([]));
+    visited.insert(fp, &[]);
     out.distinct = 1;
     out.states = 1;
     if let Some(p) = visit(model, &init, &properties, &mut reached, &mut out) {
@@ -222,8 +202,8 @@ pub fn search(model: &EpicModel, opts: Options) -> Outcome {
             top.sleep.push(step);
         }
         out.states += 1;
-        let ids: Box<[u64]> = sleep.iter().map(|t| t.id).collect();
-        let todo = match visited.get_mut(&nfp) {
+        let ids: Vec<u64> = sleep.iter().map(|t| t.id).collect();
+        let todo = match visited.get(nfp) {
             Some(before) if on_stack.contains(&nfp) => {
                 if before.iter().any(|id| !ids.contains(id)) {
                     out.cycles += 1;
@@ -241,11 +221,12 @@ pub fn search(model: &EpicModel, opts: Options) -> Outcome {
                 if woken.is_empty() {
                     continue;
                 }
-                *before = before
+                let still: Vec<u64> = before
                     .iter()
                     .filter(|id| ids.contains(id))
                     .copied()
                     .collect();
+                visited.replace(nfp, &still);
                 out.reexplored += 1;
                 let mut all = Vec::new();
                 model.actions(&next, &mut all);
@@ -253,7 +234,7 @@ pub fn search(model: &EpicModel, opts: Options) -> Outcome {
                 successors(model, &next, &all)
             }
             None => {
-                visited.insert(nfp, ids);
+                visited.insert(nfp, &ids);
                 out.distinct += 1;
                 if let Some(p) = visit(model, &next, &properties, &mut reached, &mut out) {
                     // Each state on the stack with the step to the next one.
@@ -335,7 +316,7 @@ fn expand(
     s: &World,
     reduce: bool,
     sleep: &[Step],
-    on_stack: &HashSet<u64, ById>,
+    on_stack: &Fingerprints,
     out: &mut Outcome,
 ) -> Vec<(Action, Step, World, u64)> {
     let mut all = Vec::new();
