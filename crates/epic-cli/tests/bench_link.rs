@@ -5,14 +5,10 @@
 //! SPEC: [LAB-005]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::process::{Command, Output};
+mod common;
+use common::epic;
 
-fn epic(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_epic"))
-        .args(args)
-        .output()
-        .expect("run epic")
-}
+use std::process::Command;
 
 fn is_root() -> bool {
     Command::new("id")

@@ -8,19 +8,11 @@
 //! SPEC: [WIRE-071]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::{epic, fixtures};
 
-fn epic(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_epic"))
-        .args(args)
-        .output()
-        .expect("run epic")
-}
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
-}
+use std::path::Path;
+use std::process::Command;
 
 #[test]
 fn golden_trace_reports_clean() {

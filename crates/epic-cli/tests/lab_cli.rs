@@ -5,14 +5,8 @@
 //! SPEC: [LAB-002] [LAB-003] [LAB-004]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::process::{Command, Output};
-
-fn epic(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_epic"))
-        .args(args)
-        .output()
-        .expect("run epic")
-}
+mod common;
+use common::epic;
 
 /// [LAB-003] One JSON object per (mode, collective, size), every field of
 /// the README's schema, every row correct, exit code 0.
@@ -96,7 +90,10 @@ fn table_and_captures() {
     // One warm-up call and one timed call, each over every hop.
     assert_eq!(a.invocations.len(), 2);
     for (n, inv) in a.invocations.iter().enumerate() {
-        assert_eq!((inv.collective, inv.invocation), ("all_reduce", n as u32));
+        assert_eq!(
+            (inv.header.collective, inv.header.invocation),
+            ("all_reduce", n as u32)
+        );
         assert_eq!(inv.flows.len(), 12);
         assert_eq!(inv.senders.len(), 7);
     }

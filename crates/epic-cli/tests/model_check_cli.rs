@@ -6,14 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 #![cfg(feature = "mutants")]
 
-use std::process::{Command, Output};
-
-fn epic(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_epic"))
-        .args(args)
-        .output()
-        .expect("run epic")
-}
+mod common;
+use common::epic;
 
 #[test]
 fn counterexample_replays_and_inspects() {

@@ -277,14 +277,7 @@ impl Analysis {
                     .entry((c.group, c.invocation))
                     .or_insert_with(|| {
                         self.invocations.push(Invocation {
-                            group: c.group,
-                            invocation: c.invocation,
-                            collective: c.collective,
-                            op: c.op,
-                            dtype: c.dtype,
-                            root: c.root,
-                            elements: c.elements,
-                            message_bytes: c.message_bytes,
+                            header: c,
                             controls: Vec::new(),
                             senders: Vec::new(),
                             flows: Vec::new(),

@@ -56,29 +56,34 @@ impl Capture {
         })
     }
 
-    /// Reads every `.pcap` and `.pcapng` file of a directory (a capture
-    /// folder of `epic lab --capture`, or a golden trace's links), in name
-    /// order; or the one file `path` names.
+    /// Reads every capture `path` names ([`files`]).
     pub fn open_all(path: &Path) -> Result<Vec<Capture>, TraceError> {
-        if !path.is_dir() {
-            return Ok(vec![Capture::open(path)?]);
-        }
-        let dir = |source| TraceError::Dir {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut files = Vec::new();
-        for entry in std::fs::read_dir(path).map_err(dir)? {
-            let p = entry.map_err(dir)?.path();
-            let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
-            if p.is_file() && (ext == "pcap" || ext == "pcapng") {
-                files.push(p);
-            }
-        }
-        if files.is_empty() {
-            return Err(TraceError::Empty(path.to_path_buf()));
-        }
-        files.sort();
-        files.iter().map(|p| Capture::open(p)).collect()
+        files(path)?.iter().map(|p| Capture::open(p)).collect()
     }
+}
+
+/// The capture files a path names: every `.pcap` and `.pcapng` file of a
+/// directory (a capture folder of `epic lab --capture`, a golden trace's
+/// links), in name order; or the one file it is.
+pub fn files(path: &Path) -> Result<Vec<PathBuf>, TraceError> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let dir = |source| TraceError::Dir {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(dir)? {
+        let p = entry.map_err(dir)?.path();
+        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if p.is_file() && (ext == "pcap" || ext == "pcapng") {
+            files.push(p);
+        }
+    }
+    if files.is_empty() {
+        return Err(TraceError::Empty(path.to_path_buf()));
+    }
+    files.sort();
+    Ok(files)
 }

@@ -5,25 +5,16 @@ use core::net::Ipv4Addr;
 
 use serde::Serialize;
 
+use crate::packet::ControlInfo;
+
 /// One invocation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Invocation {
-    /// Group id.
-    pub group: u32,
-    /// Invocation sequence number.
-    pub invocation: u32,
-    /// Collective name.
-    pub collective: &'static str,
-    /// Reduce operation name.
-    pub op: &'static str,
-    /// Data type name.
-    pub dtype: &'static str,
-    /// Root rank.
-    pub root: u16,
-    /// Elements (as the first control message announced them).
-    pub elements: u64,
-    /// The message: elements times the element size.
-    pub message_bytes: u64,
+    /// The Collective Header of the first control message seen for it
+    /// (group, invocation number, collective, operation, type, root,
+    /// elements; its first PSN and packet count are that sender's).
+    #[serde(flatten)]
+    pub header: ControlInfo,
     /// Control messages and echoes (timeline indices).
     pub controls: Vec<usize>,
     /// Addresses that sent a control message or an echo for it: every
@@ -54,7 +45,7 @@ impl Invocation {
     pub fn algbw_gbps(&self) -> f64 {
         match self.duration_ns() {
             0 => 0.0,
-            ns => self.message_bytes as f64 * 8.0 / ns as f64,
+            ns => self.header.message_bytes as f64 * 8.0 / ns as f64,
         }
     }
 }

@@ -28,7 +28,7 @@ mod report;
 pub mod spec;
 
 pub use analysis::Analysis;
-pub use capture::{Capture, TraceError};
+pub use capture::{files, Capture, TraceError};
 pub use expert::{Expert, ExpertKind, Severity};
 pub use flow::{Flow, FlowKey};
 pub use invocation::Invocation;

@@ -46,7 +46,7 @@ fn every_golden_trace_has_one_invocation_and_no_violation() {
         assert_eq!(a.invocations.len(), 1, "{name}");
         let inv = &a.invocations[0];
         let collective = name.rsplit('-').next().unwrap();
-        assert_eq!(inv.collective, collective, "{name}");
+        assert_eq!(inv.header.collective, collective, "{name}");
         // A control or an echo crosses every flow: four ranks, three
         // switches send them.
         assert_eq!(inv.flows.len(), 12, "{name}");

@@ -302,7 +302,7 @@ impl Session {
                 f.group.is_none_or(|g| {
                     p.invocation
                         .and_then(|i| a.invocations.get(i))
-                        .is_some_and(|v| v.group == g)
+                        .is_some_and(|v| v.header.group == g)
                 }) && f.invocation.is_none_or(|i| p.invocation == Some(i))
                     && f.flow.is_none_or(|fl| p.flow == Some(fl))
                     && f.kind.is_none_or(|k| p.kind == k)

@@ -64,28 +64,28 @@ pub(crate) struct TraceFile {
 /// Report: exit 0 when no finding breaks a requirement, 1 when one does.
 /// Serve and export: 0 when done. Any: 2 when the input cannot be read.
 pub(crate) fn run(args: &InspectArgs) -> ExitCode {
-    let mut captures = Vec::new();
-    for p in &args.paths {
-        match Capture::open_all(p) {
-            Ok(mut c) => captures.append(&mut c),
-            Err(e) => {
-                eprintln!("epic inspect: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    if args.report {
-        return report(args, &captures);
-    }
-    let assets = match find_assets(args.assets.as_deref()) {
-        Ok(a) => a,
+    // Each file is read once; every one must be a capture, whatever is
+    // done with them.
+    let checked = trace_files(&args.paths).and_then(|files| {
+        let captures = files
+            .iter()
+            .map(|f| Capture::from_bytes(&f.name, f.bytes.clone()).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((files, captures))
+    });
+    let (files, captures) = match checked {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("epic inspect: {e}");
             return ExitCode::from(2);
         }
     };
-    let files = match trace_files(&args.paths) {
-        Ok(f) => f,
+    if args.report {
+        return report(args, &captures);
+    }
+    drop(captures);
+    let assets = match find_assets(args.assets.as_deref()) {
+        Ok(a) => a,
         Err(e) => {
             eprintln!("epic inspect: {e}");
             return ExitCode::from(2);
@@ -167,40 +167,19 @@ fn find_assets(given: Option<&Path>) -> Result<PathBuf, String> {
     ))
 }
 
-/// The capture files the paths name, with the names the page shows.
+/// The capture files the paths name ([`epic_trace::files`]), read, with
+/// the names the page shows.
 fn trace_files(paths: &[PathBuf]) -> Result<Vec<TraceFile>, String> {
-    let mut files = Vec::new();
+    let mut out = Vec::new();
     for p in paths {
-        let read = |f: &Path| std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()));
-        if p.is_dir() {
-            let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
-                .map_err(|e| format!("{}: {e}", p.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| {
-                    f.is_file()
-                        && matches!(
-                            f.extension().and_then(|x| x.to_str()),
-                            Some("pcap" | "pcapng")
-                        )
-                })
-                .collect();
-            entries.sort();
-            for f in entries {
-                files.push(TraceFile {
-                    name: f
-                        .file_name()
-                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-                    bytes: read(&f)?,
-                });
-            }
-        } else {
-            files.push(TraceFile {
-                name: p
+        for f in epic_trace::files(p).map_err(|e| e.to_string())? {
+            out.push(TraceFile {
+                name: f
                     .file_name()
                     .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-                bytes: read(p)?,
+                bytes: std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?,
             });
         }
     }
-    Ok(files)
+    Ok(out)
 }
