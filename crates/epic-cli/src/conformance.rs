@@ -285,6 +285,10 @@ fn explore(a: &ExploreArgs) -> Result<ExitCode, String> {
                     dir.display(),
                     dir.display()
                 );
+                println!(
+                    "its stimulus in the trace inspector:\n  epic inspect {}",
+                    dir.display()
+                );
             }
             Ok(ExitCode::from(1))
         }
