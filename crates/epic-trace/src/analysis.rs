@@ -317,15 +317,13 @@ impl Analysis {
                 if found.is_none() && !retransmission && epic_data {
                     unplaced.push((i, f));
                 }
-                if let (Some(n), Some(v)) = (found, found.and_then(|n| self.invocations.get_mut(n)))
-                {
+                if let Some(v) = found.and_then(|n| self.invocations.get_mut(n)) {
                     if retransmission {
                         v.retransmissions += 1;
                     } else {
                         v.data_packets += 1;
                         v.bytes += payload;
                     }
-                    let _ = n;
                 }
                 found
             };
