@@ -12,6 +12,7 @@ use crate::expert::{Expert, ExpertKind};
 use crate::flow::{Flow, FlowKey};
 use crate::invocation::Invocation;
 use crate::packet::{Packet, PacketKind, Sighting};
+use crate::tree::Tree;
 
 /// Everything the inspector shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,6 +52,7 @@ impl Analysis {
         };
         a.timeline(captures);
         a.flows_and_invocations();
+        a.judge_results(captures);
         a
     }
 
@@ -284,6 +286,8 @@ impl Analysis {
                             data_packets: 0,
                             retransmissions: 0,
                             bytes: 0,
+                            mode: None,
+                            checked_outputs: 0,
                             first_ns: ts,
                             last_ns: ts,
                         });
@@ -307,12 +311,16 @@ impl Analysis {
                 }
                 Some(n)
             } else {
-                let found = announced.get(f).and_then(|list| {
+                let placed = announced.get(f).and_then(|list| {
                     list.iter()
                         .rev()
                         .find(|a| psn.in_window(a.first_psn, a.packets))
-                        .map(|a| a.invocation)
+                        .map(|a| (a.invocation, psn.distance_from(a.first_psn)))
                 });
+                let found = placed.map(|(n, _)| n);
+                if let Some(pk) = self.packets.get_mut(i) {
+                    pk.chunk = placed.map(|(_, k)| k);
+                }
                 let epic_data = self.packets.get(i).is_some_and(|p| p.epic_data);
                 if found.is_none() && !retransmission && epic_data {
                     unplaced.push((i, f));
@@ -418,6 +426,26 @@ impl Analysis {
         }
         experts.sort_by_key(|e| e.packet);
         self.experts = experts;
+    }
+
+    /// What needs every flow and invocation known: each invocation's
+    /// tree and mode, the switches' results, the acknowledgements.
+    fn judge_results(&mut self, captures: &[Capture]) {
+        let trees: Vec<Tree> = (0..self.invocations.len())
+            .map(|n| Tree::of(self, n))
+            .collect();
+        let modes = crate::mode::infer(self, &trees);
+        for (v, m) in self.invocations.iter_mut().zip(modes) {
+            v.mode = m;
+        }
+        let judged = crate::results::judge(self, captures, &trees);
+        for (v, c) in self.invocations.iter_mut().zip(judged.checked) {
+            v.checked_outputs = c;
+        }
+        let acks = crate::acks::judge(self, &trees);
+        self.experts.extend(judged.experts);
+        self.experts.extend(acks);
+        self.experts.sort_by_key(|e| e.packet);
     }
 
     /// Findings about the frame itself: malformed, bad checksums.

@@ -53,6 +53,19 @@ pub enum ExpertKind {
     /// Data on a connection of an EPIC group whose PSN lies in no
     /// announced invocation's range. [WIRE-120] [WIRE-122]
     PsnOutsideRange,
+    /// A switch's data packet that is not what its inputs make by the
+    /// invocation's routing pattern. [ENG-012] [ENG-030]
+    WrongResult,
+    /// A switch's reduction with one input counted twice. [ENG-040]
+    DuplicateAggregation,
+    /// A switch's reduction without one of its inputs. [ENG-012]
+    ContributionMissing,
+    /// A switch's reduction with one input's data taken from another chunk
+    /// of its edge: one slot held two PSNs (Figure 6). [ENG-041] [M3-032]
+    SlotAliased,
+    /// Requests never acknowledged before the capture ended. [RC-058]
+    /// [M2-031] [M3-021]
+    Unacknowledged,
 }
 
 impl ExpertKind {
@@ -64,8 +77,14 @@ impl ExpertKind {
             | ExpertKind::BadIpv4Checksum
             | ExpertKind::RetransmissionDiffers
             | ExpertKind::DataBeforeControl
-            | ExpertKind::PsnOutsideRange => Severity::Violation,
-            ExpertKind::PsnGap | ExpertKind::ControlMissing => Severity::Warning,
+            | ExpertKind::PsnOutsideRange
+            | ExpertKind::WrongResult
+            | ExpertKind::DuplicateAggregation
+            | ExpertKind::ContributionMissing
+            | ExpertKind::SlotAliased => Severity::Violation,
+            ExpertKind::PsnGap | ExpertKind::ControlMissing | ExpertKind::Unacknowledged => {
+                Severity::Warning
+            }
             ExpertKind::Retransmission
             | ExpertKind::Nak
             | ExpertKind::RnrNak

@@ -3,6 +3,7 @@
 
 use core::net::Ipv4Addr;
 
+use epic_proto::engine::Mode;
 use serde::Serialize;
 
 use crate::packet::ControlInfo;
@@ -28,6 +29,12 @@ pub struct Invocation {
     pub retransmissions: usize,
     /// Payload bytes of first transmissions, summed over every hop.
     pub bytes: u64,
+    /// The mode its switches run, as their acknowledgements show it
+    /// (`None` when no switch acknowledged anything in the capture).
+    pub mode: Option<Mode>,
+    /// Data packets switches sent that were checked against the inputs
+    /// they are made of (chunks whose every input was captured).
+    pub checked_outputs: usize,
     /// First and last packet time, nanoseconds.
     pub first_ns: u64,
     /// Last packet time, nanoseconds.

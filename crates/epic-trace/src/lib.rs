@@ -18,14 +18,19 @@
 //! assert_eq!(a.violations().count(), 0);
 //! ```
 
+mod acks;
 mod analysis;
 mod capture;
+mod elements;
 mod expert;
 mod flow;
 mod invocation;
+mod mode;
 mod packet;
 mod report;
+mod results;
 pub mod spec;
+mod tree;
 
 pub use analysis::Analysis;
 pub use capture::{files, Capture, TraceError};

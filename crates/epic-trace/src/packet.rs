@@ -3,8 +3,13 @@
 
 use core::net::Ipv4Addr;
 
-use epic_proto::wire::{is_epic_control, LaxFrame, NakCode, Opcode, Syndrome, ROCEV2_PORT};
+use epic_proto::wire::{
+    is_epic_control, Collective, DataType, LaxFrame, NakCode, Opcode, ReduceOp, Syndrome,
+    ROCEV2_PORT,
+};
 use serde::{Deserialize, Serialize};
+
+use crate::capture::Capture;
 
 /// What a frame is, for the table's filters and the analysis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +60,14 @@ pub struct ControlInfo {
     pub elements: u64,
     /// The message: elements times the element size.
     pub message_bytes: u64,
+    /// Flag bit 0: reduced in a fixed order, bitwise reproducible.
+    pub reproducible: bool,
+    /// Flag bit 1: the payload is INT8 blocks of the quantization
+    /// extension (not judged element by element).
+    pub quantized: bool,
+    /// The collective, operation and type as codepoints.
+    #[serde(skip)]
+    pub(crate) codes: (Collective, ReduceOp, DataType),
 }
 
 /// Where else a frame was captured: the same bytes on another port are
@@ -102,6 +115,9 @@ pub struct Packet {
     pub ipv4_ok: Option<bool>,
     /// The AETH's MSN (ACKs and NAKs).
     pub msn: Option<u32>,
+    /// The credit count code of an ACK's AETH (31: none advertised, as
+    /// rxe sends; a Mode I switch advertises its receives, [M1-013]).
+    pub credit: Option<u8>,
     /// The NAK code's name (NAKs).
     pub nak: Option<&'static str>,
     /// The Collective Header (control messages).
@@ -114,11 +130,17 @@ pub struct Packet {
     pub flow: Option<usize>,
     /// The invocation it belongs to (control and data).
     pub invocation: Option<usize>,
+    /// Which packet of its invocation's message a data packet carries: its
+    /// PSN less the first PSN its flow's control announced.
+    pub chunk: Option<u32>,
     /// A request packet whose PSN its flow already carried.
     pub retransmission: bool,
     /// A digest of the payload: a retransmission must carry the same.
     #[serde(skip)]
     pub(crate) payload_digest: u64,
+    /// Where the payload starts in the captured frame.
+    #[serde(skip)]
+    pub(crate) payload_at: usize,
     /// An RC SEND (FIRST, MIDDLE, LAST, ONLY) with a payload: what EPIC
     /// data is on the wire ([WIRE-120]), so what an invocation's range
     /// must hold when it travels on a group's connection.
@@ -196,8 +218,16 @@ impl Packet {
                 message_bytes: h
                     .element_count
                     .saturating_mul(u64::from(h.data_type.size_bytes().unwrap_or(0))),
+                reproducible: h.flags.reproducible,
+                quantized: h.flags.quantized,
+                codes: (h.collective, h.reduce_op, h.data_type),
             });
         let payload = lax.payload.unwrap_or(&[]);
+        // The payload ends where the pad before the ICRC begins.
+        let pad = bth.map_or(0, |b| usize::from(b.pad_count));
+        let payload_at = lax.layout.map_or(0, |l| {
+            l.icrc.saturating_sub(pad).saturating_sub(payload.len())
+        });
         Packet {
             index: 0,
             ts_ns: seen.ts_ns,
@@ -214,6 +244,10 @@ impl Packet {
             icrc_ok: lax.icrc_ok,
             ipv4_ok: lax.ipv4_checksum_ok,
             msn: aeth.map(|a| a.msn),
+            credit: match aeth.map(|a| a.syndrome) {
+                Some(Syndrome::Ack { credit }) => Some(credit),
+                _ => None,
+            },
             nak: match aeth.map(|a| a.syndrome) {
                 Some(Syndrome::Nak(code)) => Some(nak_name(code)),
                 _ => None,
@@ -223,8 +257,10 @@ impl Packet {
             congestion: lax.ipv4.is_some_and(|i| i.ecn.bits() == 3) || bth.is_some_and(|b| b.fecn),
             flow: None,
             invocation: None,
+            chunk: None,
             retransmission: false,
             payload_digest: digest(payload),
+            payload_at,
             epic_data: kind == PacketKind::Data
                 && !payload.is_empty()
                 && matches!(
@@ -238,6 +274,20 @@ impl Packet {
                 ),
             stop_ids: stop.map_or(&[], |e| crate::spec::error_ids(e.layer, &e.kind)),
         }
+    }
+
+    /// The payload in its captured frame (empty if the frame is not there
+    /// or too short).
+    pub(crate) fn payload<'c>(&self, captures: &'c [Capture]) -> &'c [u8] {
+        let frame = usize::try_from(self.seen.frame.saturating_sub(1))
+            .ok()
+            .and_then(|f| captures.get(self.seen.capture)?.frames.get(f));
+        frame
+            .and_then(|f| {
+                f.data
+                    .get(self.payload_at..self.payload_at.checked_add(self.payload_len)?)
+            })
+            .unwrap_or(&[])
     }
 }
 

@@ -2,6 +2,8 @@
 
 use core::fmt;
 
+use epic_proto::engine::Mode;
+
 use crate::analysis::Analysis;
 use crate::expert::Severity;
 
@@ -36,7 +38,7 @@ impl fmt::Display for Report<'_> {
             let ns = v.duration_ns();
             writeln!(
                 f,
-                "  [{n}] group {} invocation {}: {} {} {} root {}, {} elements ({} B); {} flows, {} senders; {} data packets (+{} resent), {} B over every hop; {:.3} ms, {:.2} Gb/s algorithm bandwidth",
+                "  [{n}] group {} invocation {}: {} {} {} root {}, {} elements ({} B); {} flows, {} senders; {} data packets (+{} resent), {} B over every hop; {:.3} ms, {:.2} Gb/s algorithm bandwidth; {}; {} switch outputs checked against their inputs",
                 v.header.group,
                 v.header.invocation,
                 v.header.collective,
@@ -52,6 +54,8 @@ impl fmt::Display for Report<'_> {
                 v.bytes,
                 ns as f64 / 1e6,
                 v.algbw_gbps(),
+                mode_name(v.mode),
+                v.checked_outputs,
             )?;
         }
         writeln!(f, "flows        {}", a.flows.len())?;
@@ -108,4 +112,15 @@ impl fmt::Display for Report<'_> {
         }
         Ok(())
     }
+}
+
+/// How the report names an inferred mode.
+fn mode_name(mode: Option<Mode>) -> String {
+    let (n, how) = match mode {
+        Some(Mode::Terminated) => ("I", "connection terminated"),
+        Some(Mode::Translated) => ("II", "connection translated"),
+        Some(Mode::Augmented) => ("III", "connection augmented"),
+        None => return "mode not shown (no switch acknowledged anything)".to_string(),
+    };
+    format!("Mode {n} ({how})")
 }

@@ -152,6 +152,11 @@ def main():
         rows = page.eval("document.querySelectorAll('#table .row').length")
         check(0 < rows < packets, f"golden: the table draws only the visible rows ({rows})")
         check(page.eval("document.querySelectorAll('#invocations tbody tr').length") == 1, "golden: one invocation")
+        mode = page.eval("document.querySelector('#invocations tbody td.mode').textContent")
+        check(mode == "II (translated)", f"golden: the invocation's mode read from its acknowledgements ({mode!r})")
+        checked = int(page.eval("document.querySelector('#invocations tbody td.checked').textContent"))
+        want = frames["invocations"][0]["checked_outputs"]
+        check(checked == want > 0, f"golden: {checked} switch outputs checked against their inputs, as in the report")
         page.eval("document.querySelector('#filters [name=kind]').value = 'nak'; document.querySelector('#filters').dispatchEvent(new Event('input'))")
         naks = sum(1 for p in frames["packets"] if p["kind"] == "nak")
         page.wait(f"document.body.dataset.drawn === '{naks}'")

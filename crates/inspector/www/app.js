@@ -131,6 +131,9 @@ async function preload() {
 
 // ---- summary ---------------------------------------------------------------
 
+// The modes as the analysis infers them from who acknowledges what.
+const MODES = { Terminated: "I (terminated)", Translated: "II (translated)", Augmented: "III (augmented)" };
+
 function renderSummary() {
   const [v, w, n] = summary.experts;
   $("#counts").innerHTML =
@@ -145,7 +148,8 @@ function renderSummary() {
     .map((i, k) => {
       const ns = i.last_ns - i.first_ns;
       const gbps = ns > 0 ? ((i.message_bytes * 8) / ns).toFixed(2) : "–";
-      return `<tr data-inv="${k}"><td>${k}</td><td>${i.group}</td><td>${i.invocation}</td><td>${esc(i.collective)}</td><td>${esc(i.op)}</td><td>${esc(i.dtype)}</td><td>${i.root}</td><td>${i.message_bytes}</td><td>${i.flows.length}</td><td>${i.senders.length}</td><td>${i.data_packets}</td><td>${i.retransmissions}</td><td>${(ns / 1e3).toFixed(1)} µs</td><td>${gbps} Gb/s</td></tr>`;
+      const mode = MODES[i.mode] || "–";
+      return `<tr data-inv="${k}"><td>${k}</td><td>${i.group}</td><td>${i.invocation}</td><td>${esc(i.collective)}</td><td class="mode">${mode}</td><td>${esc(i.op)}</td><td>${esc(i.dtype)}</td><td>${i.root}</td><td>${i.message_bytes}</td><td>${i.flows.length}</td><td>${i.senders.length}</td><td>${i.data_packets}</td><td>${i.retransmissions}</td><td class="checked">${i.checked_outputs}</td><td>${(ns / 1e3).toFixed(1)} µs</td><td>${gbps} Gb/s</td></tr>`;
     })
     .join("");
   for (const tr of body.querySelectorAll("tr")) {
