@@ -157,8 +157,20 @@ fn apply(e: &mut EngineConfig, c: &Capabilities) {
     }
 }
 
-/// Runs `case` against the DUT `adapter` starts.
+/// Runs `case` against the DUT `adapter` starts. An adapter that stopped
+/// working mid-case is an error ([`observe`] keeps its trace instead).
 pub fn run(case: &Case, adapter: &AdapterSpec) -> Result<Observation, HarnessError> {
+    let obs = observe(case, adapter)?;
+    if let Some(f) = &obs.trace.adapter_failure {
+        return Err(HarnessError::Adapter(f.clone()));
+    }
+    Ok(obs)
+}
+
+/// Runs `case` like [`run`], but an adapter that stopped working mid-case
+/// still gives its observation, the failure in `trace.adapter_failure`:
+/// what crossed the boundary until then is worth a look.
+pub fn observe(case: &Case, adapter: &AdapterSpec) -> Result<Observation, HarnessError> {
     case.validate()?;
     let cfg = cluster_config(case)?;
     let tree = case.tree()?;
@@ -216,8 +228,5 @@ pub fn run(case: &Case, adapter: &AdapterSpec) -> Result<Observation, HarnessErr
     }
     drop(cluster);
     obs.trace = trace.take();
-    if let Some(f) = &obs.trace.adapter_failure {
-        return Err(HarnessError::Adapter(f.clone()));
-    }
     Ok(obs)
 }

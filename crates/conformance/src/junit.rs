@@ -71,7 +71,8 @@ pub fn to_junit(report: &Report) -> String {
                         .iter()
                         .flat_map(|f| f.requirements.iter().map(String::as_str))
                         .collect();
-                    let body: Vec<String> = fails.iter().map(|f| f.to_string()).collect();
+                    let mut body: Vec<String> = fails.iter().map(|f| f.to_string()).collect();
+                    body.extend(c.capture_note());
                     let _ = writeln!(
                         x,
                         "      <failure message=\"{}\" type=\"requirement\">{}</failure>",
@@ -90,8 +91,9 @@ pub fn to_junit(report: &Report) -> String {
                 CaseStatus::Error(e) => {
                     let _ = writeln!(
                         x,
-                        ">\n      <error message=\"{}\" type=\"harness\"/>\n    </testcase>",
-                        esc(e)
+                        ">\n      <error message=\"{}\" type=\"harness\">{}</error>\n    </testcase>",
+                        esc(e),
+                        esc(&c.capture_note().unwrap_or_default())
                     );
                 }
             }

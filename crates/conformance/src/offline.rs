@@ -17,7 +17,7 @@ use std::time::Instant as WallInstant;
 use crate::case::{Case, Direction, Expect};
 use crate::dut::AdapterSpec;
 use crate::harness::{self, Started};
-use crate::oracle::{self, Check, Verdict};
+use crate::oracle::{self, Check};
 use crate::pcapio::{self, PcapError};
 use crate::report::{CaseResult, CaseStatus, Report};
 use crate::trace::{Event, Origin, Trace};
@@ -51,13 +51,7 @@ pub fn run(
 }
 
 fn result(case: &Case, status: CaseStatus, checks: Vec<Check>) -> CaseResult {
-    CaseResult {
-        name: case.name.clone(),
-        family: case.family.name().to_string(),
-        status,
-        checks,
-        millis: 0,
-    }
+    CaseResult::new(&case.name, case.family.name(), status, checks, 0)
 }
 
 fn one(case: &Case, cdir: &Path) -> Result<CaseResult, OfflineError> {
@@ -135,12 +129,13 @@ fn one(case: &Case, cdir: &Path) -> Result<CaseResult, OfflineError> {
     dut.trace = trace;
     dut.started = Started::Yes;
     let checks = oracle::judge_offline(&dut, &reference_trace);
-    let status = if checks.iter().any(|c| matches!(c.verdict, Verdict::Fail(_))) {
-        CaseStatus::Fail
-    } else {
-        CaseStatus::Pass
-    };
-    Ok(result(case, status, checks))
+    let mut r = CaseResult::judged(&case.name, case.family.name(), checks, 0);
+    // The case directory holds the stimulus and the DUT's outputs: it is
+    // the failure's capture already. [CONF-008]
+    if r.status == CaseStatus::Fail {
+        r.capture = Some(cdir.display().to_string());
+    }
+    Ok(r)
 }
 
 /// How long after the last stimulus frame a replay keeps firing the DUT's

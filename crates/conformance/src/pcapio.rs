@@ -79,12 +79,28 @@ pub fn frames_of(trace: &Trace, direction: Direction, port: u16) -> Vec<(Instant
 
 /// Writes every port's stimulus (`in-port<N>.pcap`) of `trace` into `dir`.
 pub fn write_stimulus(dir: &Path, trace: &Trace, ports: u16) -> Result<(), PcapError> {
+    write_ports(dir, trace, ports, &[Direction::In])
+}
+
+/// Writes all of `trace` into `dir`: every port's stimulus
+/// (`in-port<N>.pcap`) and what the DUT sent (`out-port<N>.pcap`), the
+/// capture of a case that `epic inspect DIR` opens. [CONF-008]
+pub fn write_trace(dir: &Path, trace: &Trace, ports: u16) -> Result<(), PcapError> {
+    write_ports(dir, trace, ports, &[Direction::In, Direction::Out])
+}
+
+/// Writes `trace`'s frames of each of `directions`, one file per port.
+fn write_ports(
+    dir: &Path,
+    trace: &Trace,
+    ports: u16,
+    directions: &[Direction],
+) -> Result<(), PcapError> {
     std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
     for p in 0..ports {
-        write(
-            &port_file(dir, Direction::In, p),
-            &frames_of(trace, Direction::In, p),
-        )?;
+        for &d in directions {
+            write(&port_file(dir, d, p), &frames_of(trace, d, p))?;
+        }
     }
     Ok(())
 }

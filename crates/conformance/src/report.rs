@@ -36,6 +36,15 @@ pub struct CaseResult {
     pub checks: Vec<Check>,
     /// Wall time, milliseconds.
     pub millis: u64,
+    /// A failing case's capture: the directory holding its `case.toml` and
+    /// every port's `in-port<N>.pcap` and `out-port<N>.pcap`, which
+    /// `epic inspect DIR` opens. [CONF-008]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<String>,
+    /// Why a failing case's capture could not be saved (the verdict
+    /// stands).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_error: Option<String>,
 }
 
 fn checks_json<S: serde::Serializer>(checks: &[Check], s: S) -> Result<S::Ok, S::Error> {
@@ -63,19 +72,48 @@ fn checks_json<S: serde::Serializer>(checks: &[Check], s: S) -> Result<S::Ok, S:
 }
 
 impl CaseResult {
-    /// A judged case.
-    pub fn judged(name: &str, family: &str, checks: Vec<Check>, millis: u64) -> CaseResult {
-        let status = if checks.iter().any(|c| c.verdict.failed()) {
-            CaseStatus::Fail
-        } else {
-            CaseStatus::Pass
-        };
+    /// A case's result, without a capture.
+    pub fn new(
+        name: &str,
+        family: &str,
+        status: CaseStatus,
+        checks: Vec<Check>,
+        millis: u64,
+    ) -> CaseResult {
         CaseResult {
             name: name.to_string(),
             family: family.to_string(),
             status,
             checks,
             millis,
+            capture: None,
+            capture_error: None,
+        }
+    }
+
+    /// A judged case: failed when any check failed.
+    pub fn judged(name: &str, family: &str, checks: Vec<Check>, millis: u64) -> CaseResult {
+        let status = if checks.iter().any(|c| c.verdict.failed()) {
+            CaseStatus::Fail
+        } else {
+            CaseStatus::Pass
+        };
+        CaseResult::new(name, family, status, checks, millis)
+    }
+
+    /// Whether the case failed or erred (what a capture is saved for).
+    pub fn failed(&self) -> bool {
+        matches!(self.status, CaseStatus::Fail | CaseStatus::Error(_))
+    }
+
+    /// The line on its capture: `capture: epic inspect DIR` (the command
+    /// that opens it), or why it was not saved; `None` when none was asked
+    /// for.
+    pub fn capture_note(&self) -> Option<String> {
+        match (&self.capture, &self.capture_error) {
+            (Some(dir), _) => Some(format!("capture: epic inspect {dir}")),
+            (None, Some(why)) => Some(format!("capture not saved: {why}")),
+            (None, None) => None,
         }
     }
 
@@ -183,9 +221,7 @@ impl Report {
 
     /// Whether anything failed (a check, or the harness).
     pub fn failed(&self) -> bool {
-        self.cases
-            .iter()
-            .any(|c| matches!(c.status, CaseStatus::Fail | CaseStatus::Error(_)))
+        self.cases.iter().any(CaseResult::failed)
     }
 
     /// Counts of passed, failed, skipped and errored cases.
@@ -211,8 +247,9 @@ impl Report {
             .collect()
     }
 
-    /// The text report: failures and errors in full, then one line per
-    /// requirement, then the totals.
+    /// The text report: failures and errors in full (with the command that
+    /// opens a saved capture), then one line per requirement, then the
+    /// totals.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         for c in &self.cases {
@@ -230,6 +267,9 @@ impl Report {
                     let _ = writeln!(out, "skip {}: {why}", c.name);
                 }
                 CaseStatus::Pass => {}
+            }
+            if let Some(note) = c.capture_note() {
+                let _ = writeln!(out, "     {note}");
             }
         }
         let _ = writeln!(out, "\nrequirement  result  checks (pass/fail/skip)");

@@ -6,11 +6,13 @@ use std::time::Instant as WallInstant;
 
 use globset::{Glob, GlobMatcher};
 
-use crate::case::{Case, CaseError};
+use crate::case::{Case, CaseError, Expect};
 use crate::dut::AdapterSpec;
-use crate::harness;
+use crate::harness::{self, HarnessError, Observation, Started};
 use crate::oracle;
+use crate::pcapio::{self, PcapError};
 use crate::report::{CaseResult, CaseStatus, Report};
+use crate::trace::Trace;
 
 /// Which cases to run.
 #[derive(Debug, Clone, Default)]
@@ -80,45 +82,110 @@ fn find(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 
 /// Runs one case against `dut` and judges it.
 pub fn run_case(case: &Case, dut: &AdapterSpec) -> CaseResult {
+    judge(case, dut).0
+}
+
+/// Runs one case like [`run_case`]; when it fails, or errs after the DUT
+/// ran, and `save` is given, saves its capture to `save/<case name>/`
+/// ([`save_capture`]) and names that directory in the result. A capture
+/// that cannot be saved leaves the verdict as it is and says why in
+/// `capture_error`. [CONF-008]
+pub fn run_case_saving(case: &Case, dut: &AdapterSpec, save: Option<&Path>) -> CaseResult {
+    let (mut r, obs) = judge(case, dut);
+    if let (true, Some(obs), Some(save)) = (r.failed(), obs, save) {
+        match save_capture(case, &obs.trace, obs.spec.ports, save) {
+            Ok(dir) => r.capture = Some(dir.display().to_string()),
+            Err(e) => r.capture_error = Some(e.to_string()),
+        }
+    }
+    r
+}
+
+/// The result of one case, with the observation it was judged on when the
+/// DUT ran.
+fn judge(case: &Case, dut: &AdapterSpec) -> (CaseResult, Option<Observation>) {
     let t0 = WallInstant::now();
     let family = case.family.name();
     let millis = || u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
-    match harness::run(case, dut) {
+    let obs = match harness::observe(case, dut) {
+        Ok(obs) => obs,
+        Err(e) => {
+            let status = CaseStatus::Error(e.to_string());
+            return (
+                CaseResult::new(&case.name, family, status, Vec::new(), millis()),
+                None,
+            );
+        }
+    };
+    let r = if let Some(f) = &obs.trace.adapter_failure {
+        let status = CaseStatus::Error(HarnessError::Adapter(f.clone()).to_string());
+        CaseResult::new(&case.name, family, status, Vec::new(), millis())
+    } else if let (Expect::Complete, Started::Unsupported(why)) = (case.expect, &obs.started) {
         // A DUT without the case's transport profile refused it with the
         // typed refusal: the case is skipped, not failed. [SR-036]
-        Ok(obs)
-            if case.expect == crate::case::Expect::Complete
-                && matches!(obs.started, harness::Started::Unsupported(_)) =>
-        {
-            let why = match &obs.started {
-                harness::Started::Unsupported(w) => w.clone(),
-                _ => String::new(),
-            };
-            CaseResult {
-                name: case.name.clone(),
-                family: family.to_string(),
-                status: CaseStatus::Skip(format!("the DUT does not run this profile: {why}")),
-                checks: oracle::judge(&obs),
-                millis: millis(),
-            }
-        }
-        Ok(obs) => CaseResult::judged(&case.name, family, oracle::judge(&obs), millis()),
-        Err(e) => CaseResult {
-            name: case.name.clone(),
-            family: family.to_string(),
-            status: CaseStatus::Error(e.to_string()),
-            checks: Vec::new(),
-            millis: millis(),
-        },
-    }
+        let status = CaseStatus::Skip(format!("the DUT does not run this profile: {why}"));
+        CaseResult::new(&case.name, family, status, oracle::judge(&obs), millis())
+    } else {
+        CaseResult::judged(&case.name, family, oracle::judge(&obs), millis())
+    };
+    (r, Some(obs))
+}
+
+/// A failing case's capture that could not be saved.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// The directory or `case.toml` could not be written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A pcap could not be written.
+    #[error(transparent)]
+    Pcap(#[from] PcapError),
+}
+
+/// Saves a case's capture as `save/<case name>/`: its `case.toml` (so
+/// `epic conformance run --cases DIR` replays it) and every port's
+/// `in-port<N>.pcap` and `out-port<N>.pcap` from `trace`, which
+/// `epic inspect DIR` opens. Returns the directory. [CONF-008]
+pub fn save_capture(
+    case: &Case,
+    trace: &Trace,
+    ports: u16,
+    save: &Path,
+) -> Result<PathBuf, CaptureError> {
+    let dir = save.join(&case.name);
+    let io = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| CaptureError::Io { path, source }
+    };
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let toml = dir.join("case.toml");
+    std::fs::write(&toml, case.to_toml()).map_err(io(&toml))?;
+    pcapio::write_trace(&dir, trace, ports)?;
+    Ok(dir)
 }
 
 /// Runs every case, calling `progress` after each.
-pub fn run(cases: &[Case], dut: &AdapterSpec, mut progress: impl FnMut(&CaseResult)) -> Report {
+pub fn run(cases: &[Case], dut: &AdapterSpec, progress: impl FnMut(&CaseResult)) -> Report {
+    run_saving(cases, dut, None, progress)
+}
+
+/// Runs every case like [`run`], saving the capture of each failing case
+/// beneath `save` if given ([`run_case_saving`]). [CONF-008]
+pub fn run_saving(
+    cases: &[Case],
+    dut: &AdapterSpec,
+    save: Option<&Path>,
+    mut progress: impl FnMut(&CaseResult),
+) -> Report {
     let results = cases
         .iter()
         .map(|c| {
-            let r = run_case(c, dut);
+            let r = run_case_saving(c, dut, save);
             progress(&r);
             r
         })

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 
 use conformance::case::Case;
 use conformance::dut::AdapterSpec;
-use conformance::report::CaseStatus;
 use conformance::suite::{self, Selection};
 use conformance::{catalog, explore, junit, matrix, offline};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -24,7 +23,8 @@ pub(crate) struct ConformanceArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum Sub {
-    /// Run the cases against a device under test; exit 1 on any failure.
+    /// Run the cases against a device under test; save each failing case's
+    /// capture (`--save`) and exit 1 on any failure.
     Run(RunArgs),
     /// Run random scenarios against a device under test; shrink the first
     /// failure to a minimal case and save it (exit 1).
@@ -77,6 +77,12 @@ struct RunArgs {
     /// `text` (failures, then one line per requirement) or `json`.
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
     format: OutFormat,
+    /// Where each failing case's capture is saved: a directory per case
+    /// beneath, with its case.toml and every port's in-port<N>.pcap and
+    /// out-port<N>.pcap, for `epic inspect DIR/<case>`. With `pcap:`, the
+    /// case directories are the captures and this is unused.
+    #[arg(long, value_name = "DIR", default_value = "conformance-failures")]
+    save: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -193,7 +199,7 @@ fn run_suite(a: &RunArgs) -> Result<ExitCode, String> {
     );
     let mut failed = 0usize;
     let progress = |r: &conformance::report::CaseResult| {
-        if matches!(r.status, CaseStatus::Fail | CaseStatus::Error(_)) {
+        if r.failed() {
             failed += 1;
         }
         bar.set_message(format!("{failed} failed; {}", r.name));
@@ -203,7 +209,7 @@ fn run_suite(a: &RunArgs) -> Result<ExitCode, String> {
         AdapterSpec::Pcap { dir } => {
             offline::run(&cases, dir, progress).map_err(|e| e.to_string())?
         }
-        _ => suite::run(&cases, &dut, progress),
+        _ => suite::run_saving(&cases, &dut, Some(&a.save), progress),
     };
     bar.finish_and_clear();
     if let Some(path) = &a.junit {

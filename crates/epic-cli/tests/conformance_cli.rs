@@ -134,7 +134,8 @@ fn list_filter_and_bad_arguments() {
 
 /// [CONF-011] Offline: the first run writes stimulus pcaps and skips;
 /// outputs replayed from them through `epic switch --stdio` pass; a
-/// spoiled output fails with a named requirement.
+/// spoiled output fails with a named requirement, its case directory named
+/// as its capture.
 #[test]
 fn pcap_offline_round_trip() {
     let dir = tmp("pcap");
@@ -185,6 +186,11 @@ fn pcap_offline_round_trip() {
         "{t}"
     );
     assert!(t.contains("WIRE-071"), "{t}");
+    // The case directory is the failure's capture already. [CONF-008]
+    assert!(
+        t.contains(&format!("capture: epic inspect {}", case.display())),
+        "{t}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
