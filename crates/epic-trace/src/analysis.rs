@@ -282,6 +282,7 @@ impl Analysis {
                             header: c,
                             controls: Vec::new(),
                             senders: Vec::new(),
+                            ranks: Vec::new(),
                             flows: Vec::new(),
                             data_packets: 0,
                             retransmissions: 0,
@@ -435,8 +436,9 @@ impl Analysis {
             .map(|n| Tree::of(self, n))
             .collect();
         let modes = crate::mode::infer(self, &trees);
-        for (v, m) in self.invocations.iter_mut().zip(modes) {
+        for ((v, m), t) in self.invocations.iter_mut().zip(modes).zip(&trees) {
             v.mode = m;
+            v.ranks = t.ranks().collect();
         }
         let judged = crate::results::judge(self, captures, &trees);
         for (v, c) in self.invocations.iter_mut().zip(judged.checked) {

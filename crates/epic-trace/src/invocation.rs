@@ -21,6 +21,9 @@ pub struct Invocation {
     /// Addresses that sent a control message or an echo for it: every
     /// rank and every switch on its tree that was captured.
     pub senders: Vec<Ipv4Addr>,
+    /// The ranks: the leaves of its tree below the switches (in the
+    /// capture of one switch, that switch's children).
+    pub ranks: Vec<Ipv4Addr>,
     /// Flows that carried its control or data.
     pub flows: Vec<usize>,
     /// Data packets sent for the first time, over every hop.

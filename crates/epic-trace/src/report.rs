@@ -38,7 +38,7 @@ impl fmt::Display for Report<'_> {
             let ns = v.duration_ns();
             writeln!(
                 f,
-                "  [{n}] group {} invocation {}: {} {} {} root {}, {} elements ({} B); {} flows, {} senders; {} data packets (+{} resent), {} B over every hop; {:.3} ms, {:.2} Gb/s algorithm bandwidth; {}; {} switch outputs checked against their inputs",
+                "  [{n}] group {} invocation {}: {} {} {} root {}, {} elements ({} B); {} flows, {} senders, {} ranks; {} data packets (+{} resent), {} B over every hop; {:.3} ms, {:.2} Gb/s algorithm bandwidth; {}; {} switch outputs checked against their inputs",
                 v.header.group,
                 v.header.invocation,
                 v.header.collective,
@@ -49,6 +49,7 @@ impl fmt::Display for Report<'_> {
                 v.header.message_bytes,
                 v.flows.len(),
                 v.senders.len(),
+                v.ranks.len(),
                 v.data_packets,
                 v.retransmissions,
                 v.bytes,

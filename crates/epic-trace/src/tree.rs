@@ -72,6 +72,16 @@ impl Tree {
             .map(|(&a, _)| a)
     }
 
+    /// The ranks: the leaves that are children on their edge (or whose
+    /// edge carried no control). In the capture of one switch the leaves
+    /// below it are its children, ranks or switches.
+    pub(crate) fn ranks(&self) -> impl Iterator<Item = Ipv4Addr> + '_ {
+        self.neighbours
+            .iter()
+            .filter(|(a, n)| n.len() == 1 && n.iter().all(|b| !self.up.contains(&(*b, **a))))
+            .map(|(&a, _)| a)
+    }
+
     /// The parent of `node`: `Some(None)` at the root, `None` when some
     /// edge of `node` carried no control (its direction is unknown).
     pub(crate) fn parent(&self, node: Ipv4Addr) -> Option<Option<Ipv4Addr>> {

@@ -311,6 +311,8 @@ fn every_golden_trace_shows_its_mode_and_checks_every_switch_output() {
             _ => Mode::Augmented,
         };
         assert_eq!(inv.mode, Some(want), "{name}");
+        let ranks = ["10.0.0.0", "10.0.0.1", "10.0.0.2", "10.0.0.3"].map(ip);
+        assert_eq!(inv.ranks, ranks, "{name}");
         let switches = ["10.1.0.0", "10.1.0.1", "10.1.0.2"].map(ip);
         let from_switches = a
             .packets

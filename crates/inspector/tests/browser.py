@@ -154,6 +154,8 @@ def main():
         check(page.eval("document.querySelectorAll('#invocations tbody tr').length") == 1, "golden: one invocation")
         mode = page.eval("document.querySelector('#invocations tbody td.mode').textContent")
         check(mode == "II (translated)", f"golden: the invocation's mode read from its acknowledgements ({mode!r})")
+        ranks = page.eval("document.querySelector('#invocations tbody td.ranks').textContent")
+        check(ranks == "4", f"golden: Tree-3-2's four ranks ({ranks!r})")
         checked = int(page.eval("document.querySelector('#invocations tbody td.checked').textContent"))
         want = frames["invocations"][0]["checked_outputs"]
         check(checked == want > 0, f"golden: {checked} switch outputs checked against their inputs, as in the report")

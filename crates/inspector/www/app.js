@@ -149,7 +149,7 @@ function renderSummary() {
       const ns = i.last_ns - i.first_ns;
       const gbps = ns > 0 ? ((i.message_bytes * 8) / ns).toFixed(2) : "–";
       const mode = MODES[i.mode] || "–";
-      return `<tr data-inv="${k}"><td>${k}</td><td>${i.group}</td><td>${i.invocation}</td><td>${esc(i.collective)}</td><td class="mode">${mode}</td><td>${esc(i.op)}</td><td>${esc(i.dtype)}</td><td>${i.root}</td><td>${i.message_bytes}</td><td>${i.flows.length}</td><td>${i.senders.length}</td><td>${i.data_packets}</td><td>${i.retransmissions}</td><td class="checked">${i.checked_outputs}</td><td>${(ns / 1e3).toFixed(1)} µs</td><td>${gbps} Gb/s</td></tr>`;
+      return `<tr data-inv="${k}"><td>${k}</td><td>${i.group}</td><td>${i.invocation}</td><td>${esc(i.collective)}</td><td class="mode">${mode}</td><td>${esc(i.op)}</td><td>${esc(i.dtype)}</td><td>${i.root}</td><td>${i.message_bytes}</td><td>${i.flows.length}</td><td>${i.senders.length}</td><td class="ranks">${i.ranks.length}</td><td>${i.data_packets}</td><td>${i.retransmissions}</td><td class="checked">${i.checked_outputs}</td><td>${(ns / 1e3).toFixed(1)} µs</td><td>${gbps} Gb/s</td></tr>`;
     })
     .join("");
   for (const tr of body.querySelectorAll("tr")) {
