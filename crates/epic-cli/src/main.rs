@@ -18,6 +18,10 @@ mod model_check;
 mod sim;
 mod switch;
 
+/// The allocator: mimalloc (see the README's dependency notes).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// EPIC: Ethernet Polymorphic In-network Collectives.
 #[derive(Debug, Parser)]
 #[command(name = "epic", version, about)]
