@@ -200,7 +200,8 @@ pub enum Explored {
         case: Box<Case>,
         /// Its failed checks, one per line.
         why: String,
-        /// Where it was saved (`case.toml` and stimulus pcaps), if asked.
+        /// Where it was saved (`case.toml` and the pcaps of what crossed
+        /// the DUT), if asked.
         saved: Option<PathBuf>,
     },
 }
@@ -260,7 +261,7 @@ pub fn explore(
         Err(TestError::Fail(_, minimal)) => {
             let case = minimal.to_case();
             let why = failure(&case, dut).unwrap_or_default();
-            let saved = save.map(|dir| save_case(&case, dir)).transpose()?;
+            let saved = save.map(|dir| save_case(&case, dut, dir)).transpose()?;
             Ok(Explored::Failed {
                 case: Box::new(case),
                 why,
@@ -270,9 +271,19 @@ pub fn explore(
     }
 }
 
-/// Writes `case.toml` and the reference's stimulus pcaps into
-/// `dir/<case name>/`.
-pub fn save_case(case: &Case, dir: &Path) -> Result<PathBuf, ExploreError> {
+/// Saves a failing case as `dir/<case name>/`: its `case.toml` and what
+/// crossed the DUT's ports when it failed, each port's `in-port<N>.pcap`
+/// and `out-port<N>.pcap` ([`suite::save_capture`]), for `epic inspect`.
+/// If the case does not fail this time (a DUT that fails now and then) or
+/// the harness cannot run it, the reference's stimulus stands in.
+pub fn save_case(case: &Case, dut: &AdapterSpec, dir: &Path) -> Result<PathBuf, ExploreError> {
+    let r = suite::run_case_saving(case, dut, Some(dir));
+    if let Some(saved) = r.capture {
+        return Ok(PathBuf::from(saved));
+    }
+    if let Some(why) = r.capture_error {
+        return Err(ExploreError(why));
+    }
     let cdir = dir.join(&case.name);
     std::fs::create_dir_all(&cdir).map_err(|e| ExploreError(format!("{}: {e}", cdir.display())))?;
     std::fs::write(cdir.join("case.toml"), case.to_toml())

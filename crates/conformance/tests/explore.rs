@@ -25,7 +25,7 @@ fn reference_passes_random_scenarios() {
 /// [CONF-013] A mutant that aggregates duplicates is found, the failure
 /// shrinks to at most one fault on a small call, and the saved case
 /// directory replays: failing against the mutant, passing against the
-/// reference.
+/// reference; its pcaps show the inspector the duplicate aggregated.
 #[cfg(feature = "mutants")]
 #[test]
 fn a_mutant_is_found_shrunk_and_saved() {
@@ -53,6 +53,15 @@ fn a_mutant_is_found_shrunk_and_saved() {
     let saved = saved.unwrap();
     assert!(saved.join("case.toml").exists());
     assert!(saved.join("in-port0.pcap").exists());
+    // What the mutant sent, too, and the inspector's analysis of it names
+    // the requirement the oracle found broken.
+    assert!(saved.join("out-port0.pcap").exists());
+    let a = epic_trace::Analysis::of(&epic_trace::Capture::open_all(&saved).unwrap());
+    assert!(
+        a.violations().any(|e| e.spec.contains(&"ENG-040")),
+        "{:#?}",
+        a.experts
+    );
     let cases = suite::load_dir(&saved).unwrap();
     assert_eq!(cases.len(), 1);
     assert_eq!(suite::run_case(&cases[0], &mutant).status, CaseStatus::Fail);

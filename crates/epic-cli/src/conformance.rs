@@ -292,7 +292,7 @@ fn explore(a: &ExploreArgs) -> Result<ExitCode, String> {
                     dir.display()
                 );
                 println!(
-                    "its stimulus in the trace inspector:\n  epic inspect {}",
+                    "what crossed the DUT, in the trace inspector:\n  epic inspect {}",
                     dir.display()
                 );
             }
