@@ -284,10 +284,7 @@ pub fn save_case(case: &Case, dut: &AdapterSpec, dir: &Path) -> Result<PathBuf, 
     if let Some(why) = r.capture_error {
         return Err(ExploreError(why));
     }
-    let cdir = dir.join(&case.name);
-    std::fs::create_dir_all(&cdir).map_err(|e| ExploreError(format!("{}: {e}", cdir.display())))?;
-    std::fs::write(cdir.join("case.toml"), case.to_toml())
-        .map_err(|e| ExploreError(format!("{}: {e}", cdir.display())))?;
+    let cdir = suite::save_case_file(case, dir).map_err(|e| ExploreError(e.to_string()))?;
     let reference = AdapterSpec::Reference { mutant: None };
     if let Ok(obs) = harness::run(case, &reference) {
         pcapio::write_stimulus(&cdir, &obs.trace, obs.spec.ports)

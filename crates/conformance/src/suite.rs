@@ -157,6 +157,14 @@ pub fn save_capture(
     ports: u16,
     save: &Path,
 ) -> Result<PathBuf, CaptureError> {
+    let dir = save_case_file(case, save)?;
+    pcapio::write_trace(&dir, trace, ports)?;
+    Ok(dir)
+}
+
+/// Creates `save/<case name>/` with the case's `case.toml` in it, and
+/// returns the directory.
+pub fn save_case_file(case: &Case, save: &Path) -> Result<PathBuf, CaptureError> {
     let dir = save.join(&case.name);
     let io = |path: &Path| {
         let path = path.display().to_string();
@@ -165,7 +173,6 @@ pub fn save_capture(
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     let toml = dir.join("case.toml");
     std::fs::write(&toml, case.to_toml()).map_err(io(&toml))?;
-    pcapio::write_trace(&dir, trace, ports)?;
     Ok(dir)
 }
 

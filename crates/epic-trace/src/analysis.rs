@@ -425,7 +425,7 @@ impl Analysis {
         for fl in &mut self.flows {
             fl.reverse = by_ips.get(&(fl.key.dst, fl.key.src)).copied();
         }
-        experts.sort_by_key(|e| e.packet);
+        // Sorted once every judgement is in (judge_results).
         self.experts = experts;
     }
 
