@@ -8,12 +8,11 @@
 #![cfg(feature = "mutants")]
 
 mod common;
-use common::epic;
+use common::{epic, fresh_dir};
 
 #[test]
 fn a_failing_case_prints_its_capture_and_inspects() {
-    let save = std::env::temp_dir().join(format!("epic-conf-capture-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&save);
+    let save = fresh_dir("conf-capture");
     let case = "m3-clean-reduce-root";
     let o = epic(&[
         "conformance",

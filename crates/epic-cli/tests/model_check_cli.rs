@@ -7,12 +7,11 @@
 #![cfg(feature = "mutants")]
 
 mod common;
-use common::epic;
+use common::{epic, fresh_dir};
 
 #[test]
 fn counterexample_replays_and_inspects() {
-    let dir = std::env::temp_dir().join(format!("epic-mc-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("mc-cli");
     let d = dir.to_str().unwrap();
     let o = epic(&[
         "model-check",

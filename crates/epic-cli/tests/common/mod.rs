@@ -16,3 +16,11 @@ pub(crate) fn epic(args: &[&str]) -> Output {
 pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
+
+/// A fresh, empty path `epic-<name>-<pid>` under the system's temp dir
+/// (whatever was there from an earlier run removed).
+pub(crate) fn fresh_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("epic-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
