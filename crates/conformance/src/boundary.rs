@@ -25,7 +25,10 @@ struct Held {
     until: Instant,
 }
 
-/// The DUT with the case's faults around it.
+/// The DUT with the case's faults around it. A spoiled copy goes just
+/// before its genuine frame; one that [follows] it, just after.
+///
+/// [follows]: crate::case::Corruption::follows_genuine
 #[derive(Debug)]
 pub struct Boundary {
     dut: Box<dyn Dut>,
@@ -164,7 +167,11 @@ impl Boundary {
 impl Node for Boundary {
     fn handle_frame(&mut self, now: Instant, port: PortId, frame: &[u8]) {
         let port = port.0;
-        for (copy, origin) in self.injections_for(port, frame) {
+        let (after, before): (Vec<_>, Vec<_>) = self
+            .injections_for(port, frame)
+            .into_iter()
+            .partition(|(_, o)| matches!(o, Origin::Injected(c) if c.follows_genuine()));
+        for (copy, origin) in before {
             self.deliver(now, port, &copy, origin);
         }
         match self.fault_for(port, Direction::In, frame) {
@@ -183,6 +190,11 @@ impl Node for Boundary {
                 self.deliver(now, port, frame, Origin::Tree);
                 self.release_in(now, Some(port));
             }
+        }
+        // Requests of their own at the PSN after the genuine frame's.
+        // [M1-041]
+        for (copy, origin) in after {
+            self.deliver(now, port, &copy, origin);
         }
     }
 

@@ -497,11 +497,19 @@ pub enum Corruption {
     PsnBeyondWindow,
     /// The PSN moved 2^22 ahead: outside every invocation.
     PsnOutsideInvocation,
+    /// A SEND Only with immediate data that is not the EPIC tag, at the
+    /// PSN after the genuine frame's, delivered just after it: not an
+    /// EPIC control, which a Mode I DUT must refuse. [M1-041]
+    ForeignImmediate,
+    /// A SEND Only at the PSN after the genuine frame's, delivered just
+    /// after it: after a rank's last data packet, a message past the
+    /// count of its invocation, which a Mode I DUT must refuse. [M1-041]
+    DataPastInvocation,
 }
 
 impl Corruption {
     /// All of them.
-    pub const ALL: [Corruption; 8] = [
+    pub const ALL: [Corruption; 10] = [
         Corruption::Truncated,
         Corruption::BadIcrc,
         Corruption::BadIpv4Checksum,
@@ -510,7 +518,20 @@ impl Corruption {
         Corruption::SpoofedSource,
         Corruption::PsnBeyondWindow,
         Corruption::PsnOutsideInvocation,
+        Corruption::ForeignImmediate,
+        Corruption::DataPastInvocation,
     ];
+
+    /// Whether the copy is a request of its own at the PSN after the
+    /// genuine frame's, delivered just after it (not a spoiled copy before
+    /// it), which a Mode I DUT must refuse with NAK invalid request and
+    /// never acknowledge. [M1-041]
+    pub fn follows_genuine(self) -> bool {
+        matches!(
+            self,
+            Corruption::ForeignImmediate | Corruption::DataPastInvocation
+        )
+    }
 
     /// The snake_case name.
     pub fn name(self) -> &'static str {
@@ -523,13 +544,17 @@ impl Corruption {
             Corruption::SpoofedSource => "spoofed_source",
             Corruption::PsnBeyondWindow => "psn_beyond_window",
             Corruption::PsnOutsideInvocation => "psn_outside_invocation",
+            Corruption::ForeignImmediate => "foreign_immediate",
+            Corruption::DataPastInvocation => "data_past_invocation",
         }
     }
 }
 
 /// A spoiled copy of a genuine frame, delivered to the DUT just before the
 /// genuine one. Its payload differs, so a DUT that takes it in computes a
-/// wrong result. [CONF-004]
+/// wrong result. The kinds that [follow](Corruption::follows_genuine) the
+/// genuine frame come just after it instead, at the PSN after its.
+/// [CONF-004]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Injection {

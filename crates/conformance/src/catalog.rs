@@ -76,6 +76,9 @@ pub fn builtin() -> Vec<Case> {
         all.extend(out_of_window(mode));
         all.extend(wraparound(mode));
         all.extend(malformed(mode));
+        if mode == 1 {
+            all.extend(refusals(mode));
+        }
         all.extend(install(mode));
         if mode == 2 {
             all.extend(sr(mode));
@@ -420,12 +423,13 @@ fn malformed(mode: u8) -> Vec<Case> {
         family: Family::Malformed,
     };
     let mut v = Vec::new();
-    // Every corruption but the PSN kinds (the out_of_window family's).
+    // Every corruption but the PSN kinds (the out_of_window family's) and
+    // the requests of their own (Mode I's refusals).
     let kinds = Corruption::ALL.into_iter().filter(|c| {
         !matches!(
             c,
             Corruption::PsnBeyondWindow | Corruption::PsnOutsideInvocation
-        )
+        ) && !c.follows_genuine()
     });
     for (i, corruption) in kinds.enumerate() {
         let (dut, port, c) = if i % 2 == 0 {
@@ -462,6 +466,57 @@ fn malformed(mode: u8) -> Vec<Case> {
         });
         k.requirements = ids(&req);
         v.push(k);
+    }
+    v
+}
+
+/// Mode I refuses what it would discard ([M1-041]): just after a peer's
+/// last data packet of the AllReduce (the eighth: 8 KiB at the 1 KiB MTU),
+/// a request of its own at the next PSN, a SEND with a foreign immediate
+/// (`malformed`) or a data message past the invocation's count
+/// (`out_of_window`). The DUT must answer it with NAK invalid request and
+/// never acknowledge it; the peer, which never sent that PSN, ignores the
+/// NAK, and the call completes.
+fn refusals(mode: u8) -> Vec<Case> {
+    let mut v = Vec::new();
+    for (family, corruption, what) in [
+        (
+            Family::Malformed,
+            Corruption::ForeignImmediate,
+            "a SEND Only with an immediate that is not the EPIC tag",
+        ),
+        (
+            Family::OutOfWindow,
+            Corruption::DataPastInvocation,
+            "a data message past the invocation's count",
+        ),
+    ] {
+        let b = Builder { mode, family };
+        for (dut, port) in [(DutRole::Leaf, 0u16), (DutRole::Root, 1u16)] {
+            let c = CollectiveName::Allreduce;
+            let mut k = b.case(
+                &format!(
+                    "{}-{}-port{port}",
+                    corruption.name().replace('_', "-"),
+                    dut.name()
+                ),
+                dut,
+                c,
+                format!(
+                    "{}: {what} arrives on port {port} of the {} switch just after the peer's last data packet, at the next PSN; it must be refused with NAK invalid request, never acknowledged",
+                    c.name(),
+                    dut.name()
+                ),
+            );
+            k.injections.push(Injection {
+                port,
+                class: FrameClass::Data,
+                nth: 7,
+                corruption,
+            });
+            k.requirements = ids(&["M1-041", "RC-067", "M1-030"]);
+            v.push(k);
+        }
     }
     v
 }

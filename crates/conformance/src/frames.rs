@@ -4,8 +4,8 @@
 use std::net::Ipv4Addr;
 
 use epic_proto::wire::{
-    is_epic_control, refresh_checksums, rewrite_headers, BthPacket, EthernetAddress, FrameLayout,
-    HeaderRewrite, Ipv4Packet, LaxFrame, Opcode, Qpn, RoceFrame, Syndrome,
+    is_epic_control, refresh_checksums, rewrite_headers, BthPacket, EthernetAddress, ExtHeaders,
+    FrameLayout, HeaderRewrite, ImmDtRepr, Ipv4Packet, LaxFrame, Opcode, Qpn, RoceFrame, Syndrome,
 };
 use epic_proto::Psn;
 
@@ -79,6 +79,11 @@ pub fn psn(frame: &[u8]) -> Option<Psn> {
     RoceFrame::parse(frame).ok().map(|f| f.bth.psn)
 }
 
+/// The AETH syndrome of an acknowledgement (ACK, NAK or SACK).
+pub fn syndrome(frame: &[u8]) -> Option<Syndrome> {
+    RoceFrame::parse(frame).ok()?.ext.aeth.map(|a| a.syndrome)
+}
+
 /// Whether the frame's checksums (IPv4 header and ICRC) hold.
 pub fn checksums_ok(frame: &[u8]) -> bool {
     let lax = LaxFrame::parse(frame);
@@ -114,6 +119,32 @@ pub const WRONG_QPN: u32 = 0x000b_ad0c;
 /// The source a spoofed frame claims.
 pub const SPOOFED_IP: Ipv4Addr = Ipv4Addr::new(10, 99, 99, 99);
 
+/// The immediate data of a foreign SEND with immediate: not the EPIC tag.
+pub const FOREIGN_IMM: u32 = 0x1234_5678;
+
+/// A request of its own at the PSN after `genuine`'s, from the same
+/// sender to the same QP, carrying `payload`: a SEND Only, with the
+/// foreign immediate when `imm`. [M1-041]
+fn next_request(genuine: &RoceFrame<'_>, imm: bool, payload: &[u8]) -> Option<Vec<u8>> {
+    let mut r = genuine.repr();
+    r.bth.psn = genuine.bth.psn.next();
+    r.bth.ack_req = true;
+    r.bth.opcode = if imm {
+        Opcode::RcSendOnlyWithImmediate
+    } else {
+        Opcode::RcSendOnly
+    };
+    r.ext = ExtHeaders {
+        immdt: imm.then_some(ImmDtRepr(FOREIGN_IMM)),
+        ..ExtHeaders::default()
+    };
+    r.normalize(payload.len());
+    let mut out = vec![0; r.buffer_len(payload.len())];
+    let n = r.emit(payload, &mut out).ok()?;
+    out.truncate(n);
+    Some(out)
+}
+
 /// A spoiled copy of `frame`; `slots` is N of the DUT's pipes. `None` when
 /// the frame is not RoCEv2.
 pub fn spoil(frame: &[u8], how: Corruption, slots: u32) -> Option<Vec<u8>> {
@@ -126,8 +157,15 @@ pub fn spoil(frame: &[u8], how: Corruption, slots: u32) -> Option<Vec<u8>> {
         return Some(f);
     }
     spoil_payload(&mut f);
+    if how.follows_genuine() {
+        let payload = RoceFrame::parse(&f).ok()?.payload.to_vec();
+        return next_request(&genuine, how == Corruption::ForeignImmediate, &payload);
+    }
     match how {
-        Corruption::Truncated | Corruption::BadIcrc => {}
+        Corruption::Truncated
+        | Corruption::BadIcrc
+        | Corruption::ForeignImmediate
+        | Corruption::DataPastInvocation => {}
         Corruption::BadIpv4Checksum => {
             refresh_checksums(&mut f).ok()?;
             let l = FrameLayout::locate(&f).ok()?;
@@ -221,6 +259,22 @@ mod tests {
             let a = RoceFrame::parse(&f).unwrap();
             let b = RoceFrame::parse(&s).unwrap();
             assert_ne!(a.payload, b.payload, "{c:?} must change the payload");
+        }
+        for (c, op, imm) in [
+            (
+                Corruption::ForeignImmediate,
+                Opcode::RcSendOnlyWithImmediate,
+                Some(FOREIGN_IMM),
+            ),
+            (Corruption::DataPastInvocation, Opcode::RcSendOnly, None),
+        ] {
+            let bytes = get(c);
+            let s = RoceFrame::parse_verified(&bytes).unwrap();
+            assert_eq!(s.bth.opcode, op, "{c:?}");
+            assert_eq!(s.bth.psn.value(), 6, "{c:?}: the PSN after the genuine's");
+            assert_eq!(s.ext.immdt.map(|i| i.0), imm, "{c:?}");
+            assert_ne!(s.payload, RoceFrame::parse(&f).unwrap().payload);
+            assert_eq!(kind(&bytes), Kind::Data);
         }
         let psn_of = |c| psn(&get(c)).unwrap().value();
         assert_eq!(psn_of(Corruption::PsnBeyondWindow), 5 + 32);

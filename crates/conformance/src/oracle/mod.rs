@@ -7,6 +7,7 @@ mod hop_sack;
 mod offline;
 mod outcome;
 mod psn;
+mod refusal;
 mod sack;
 mod wire;
 
@@ -80,6 +81,7 @@ pub fn judge(obs: &Observation) -> Vec<Check> {
     if let Some(c) = acks::broadcast_aggregation(obs) {
         checks.push(c);
     }
+    checks.extend(refusal::refusals(obs));
     checks.extend(sack::checks(obs));
     checks.extend(hop_sack::checks(obs));
     checks
@@ -99,6 +101,7 @@ pub fn judge_offline(dut: &Observation, reference: &crate::trace::Trace) -> Vec<
     if let Some(c) = acks::broadcast_aggregation(dut) {
         checks.push(c);
     }
+    checks.extend(refusal::refusals(dut));
     checks.extend(sack::checks(dut));
     checks.extend(hop_sack::checks(dut));
     checks

@@ -43,7 +43,8 @@ engine_drop_reasons! {
     /// of the endpoint its port and destination QP name: a spoofed or
     /// misrouted frame. [ENG-016]
     WrongSource => "wrong_source",
-    /// An opcode the engine does not serve (WRITE, READ, atomics, UD …).
+    /// An opcode the engine does not serve (WRITE, READ, atomics, UD …),
+    /// or a SEND whose immediate is not the EPIC tag. [M1-041]
     UnsupportedOpcode => "unsupported_opcode",
     /// A control message for another group than the context's. [CTL-011]
     WrongGroup => "wrong_group",

@@ -61,6 +61,9 @@ enum Answer {
     Deny,
     /// An echo of 8 bytes: no EPIC header.
     Truncate,
+    /// Every data message refused with NAK invalid request, as a Mode I
+    /// switch refuses what it would discard ([M1-041], [RC-067]).
+    RefuseData,
 }
 
 /// The fake first-hop switch.
@@ -85,6 +88,19 @@ impl FakeSwitch {
             controls: Vec::new(),
             data: 0,
         }
+    }
+
+    /// Takes a frame from the host, refusing data when told to.
+    fn take(&mut self, now: Instant, frame: &[u8]) {
+        if self.answer != Answer::RefuseData {
+            return self.qp.handle_frame(now, frame);
+        }
+        let f = RoceFrame::parse_verified_transport(frame).unwrap();
+        let mut refuse_data = |h: &crate::roce::RequestHead<'_>| match h.imm {
+            None => crate::roce::Admission::Refuse,
+            Some(_) => crate::roce::Admission::Take,
+        };
+        self.qp.handle_verified_admitting(now, &f, &mut refuse_data);
     }
 
     /// Answers every message that arrived.
@@ -183,7 +199,7 @@ fn run_fed(
         }
         while let Some(n) = host.poll_transmit(now, &mut buf) {
             sent.push(buf[..n].to_vec());
-            sw.qp.handle_frame(now, &buf[..n]);
+            sw.take(now, &buf[..n]);
         }
         sw.serve();
         while let Ok(Some(n)) = sw.qp.poll_transmit(now, &mut buf) {
@@ -369,6 +385,37 @@ fn acquire_echo_without_header_fails() {
         HostEvent::Failed(HostError::Transport(WcStatus::LocalLengthError))
     );
     assert_eq!(data_packets(&sent), 0);
+}
+
+/// [RC-034] [RC-067] [M1-041] A first hop that refuses the rank's data
+/// with NAK invalid request (as a Mode I switch refuses what it would
+/// discard) fails the call with a typed transport error at once: the
+/// rank's QP completes the work request in error, and the call does not
+/// wait for anything.
+#[test]
+fn refused_data_fails_the_call() {
+    let mut host = HostRank::new(host_config()).unwrap();
+    let mut sw = FakeSwitch::new();
+    sw.answer = Answer::RefuseData;
+    let (req, input) = all_reduce();
+    start(&mut host, req, &input);
+    let (ev, sent) = run(&mut host, &mut sw);
+    assert_eq!(
+        ev,
+        HostEvent::Failed(HostError::Transport(WcStatus::RemoteInvalidRequest))
+    );
+    // The first message is refused; those sent behind it are ahead of
+    // the PSN the switch still expects, and dropped silently. [RC-052]
+    let c = sw.qp.counters();
+    assert_eq!(sw.data, 0, "nothing refused was delivered");
+    assert_eq!(c.drops(crate::roce::DropReason::Refused), 1);
+    assert_eq!(c.tx_naks, 1);
+    assert_eq!(
+        c.drops(crate::roce::DropReason::OutOfSequenceSilent),
+        data_packets(&sent) as u64 - 1
+    );
+    assert_eq!(host.qp().state(), crate::roce::QpState::Error);
+    assert!(!host.busy());
 }
 
 /// [TMX-020] [CTL-050] With per-pattern lanes the lock Barriers run on

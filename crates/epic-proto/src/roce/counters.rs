@@ -81,6 +81,12 @@ drop_reasons! {
     /// SR: a request too far ahead of the expected PSN for the receive
     /// window: not kept (the state is acknowledged). [SR-012]
     BeyondWindow => "beyond_window",
+    /// A request its owner refused ([`RcQp::handle_verified_admitting`]):
+    /// NAK invalid request, not executed, E stays; or a later packet of
+    /// the message it began: no response. [RC-067]
+    ///
+    /// [`RcQp::handle_verified_admitting`]: super::RcQp::handle_verified_admitting
+    Refused => "refused",
 }
 
 /// Per-QP counters. [RC-090]

@@ -9,7 +9,9 @@
 //! - Responder: expected PSN, one NAK per gap then silence, re-ACK of
 //!   duplicates, the FIRST/MIDDLE/LAST opcode sequence, length and access
 //!   checks, delivery into posted receives and registered regions, MSN,
-//!   RNR NAKs when no receive is posted.
+//!   RNR NAKs when no receive is posted; and, for an owner that vets
+//!   requests ([`Admit`], a Mode I switch), NAK invalid request for what it
+//!   refuses, the QP staying ready (`[RC-067]`).
 //! - PSN resync on a quiescent QP, for EPIC's Mode II alignment.
 //! - A second transport profile, selective retransmission
 //!   ([`Transport::Sr`], SPEC §17.5 `[SR-010]`…): a receive window that keeps
@@ -27,6 +29,7 @@
 //! and drops anything malformed, corrupted or foreign with a
 //! [`DropReason`]. API misuse returns [`ApiError`] and hands buffers back.
 
+mod admit;
 mod config;
 mod counters;
 mod credit;
@@ -39,6 +42,7 @@ mod sr_responder;
 mod timer;
 mod work;
 
+pub use admit::{Admission, Admit, RequestHead};
 pub use config::{
     rnr_delay, rxe_udp_sport, CcConfig, ConfigError, Mtu, PathConfig, QpConfig, SrConfig, Transport,
 };
@@ -55,6 +59,8 @@ enum Queue {
     Recv,
 }
 
+#[cfg(test)]
+mod admit_tests;
 #[cfg(test)]
 mod cc_tests;
 #[cfg(test)]

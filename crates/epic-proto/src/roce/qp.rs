@@ -2,6 +2,7 @@
 
 use alloc::collections::VecDeque;
 
+use super::admit::{Admit, TakeAll};
 use super::config::{ConfigError, QpConfig};
 use super::counters::{Counters, DropReason};
 use super::credit::CreditAdvert;
@@ -387,6 +388,22 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
     /// [`RoceFrame::parse_verified_transport`] (a driver demultiplexing many
     /// QPs parses once). [RC-006]
     pub fn handle_verified(&mut self, now: Instant, f: &RoceFrame<'_>) {
+        self.handle_verified_admitting(now, f, &mut TakeAll);
+    }
+
+    /// [`handle_verified`](Self::handle_verified) for an owner that vets
+    /// requests before they are executed: `admit` is asked about every
+    /// in-order request that begins a message (and a LAST that carries an
+    /// immediate), and a request it refuses is answered with NAK invalid
+    /// request and not executed, the QP staying ready
+    /// ([`Admission::Refuse`](super::Admission::Refuse)). A Mode I switch
+    /// refuses so what it would discard. [RC-067] [M1-041]
+    pub fn handle_verified_admitting(
+        &mut self,
+        now: Instant,
+        f: &RoceFrame<'_>,
+        admit: &mut impl Admit,
+    ) {
         self.counters.rx_frames += 1;
         let path = &self.cfg.path;
         let reason = if f.ipv4.dst != path.local_ip {
@@ -473,6 +490,7 @@ impl<B: AsRef<[u8]>, R: AsMut<[u8]>> RcQp<B, R> {
                     f.payload,
                     &mut self.counters,
                     &mut self.cq,
+                    admit,
                 );
                 if let responder::Verdict::Fatal(status) = verdict {
                     self.enter_error(None, status);

@@ -7,6 +7,7 @@
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
+use super::admit::{Admission, Admit, RequestHead};
 use super::config::QpConfig;
 use super::counters::{Counters, DropReason};
 use super::sr_responder::SrReceiver;
@@ -86,7 +87,7 @@ enum InMessage {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Class {
     Send,
     Write,
@@ -126,6 +127,15 @@ fn classify(op: Opcode) -> Option<(Class, Position, bool)> {
     })
 }
 
+/// The rest of a message its owner refused on its FIRST packet: dropped
+/// without a response as it arrives. [RC-067]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct RefusedTail {
+    /// The PSN its next packet carries.
+    pub(super) next: Psn,
+    class: Class,
+}
+
 /// A fatal responder error: the QP enters the error state, and the receive
 /// being filled (if any) completes with this status. [RC-066]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +151,9 @@ pub(super) enum Exec {
     Done { ack_req: bool },
     /// Not executed: an RNR NAK (`Continue`) or a fatal NAK was queued.
     Refused(Verdict),
+    /// Not executed at the owner's word: NAK invalid request queued, the
+    /// QP stays ready. [RC-067]
+    Declined,
 }
 
 /// The fields of a request's BTH the responder acts on.
@@ -165,6 +178,9 @@ pub(crate) struct Responder<R> {
     /// A sequence NAK was sent for the current gap (rxe `sent_psn_nak`).
     sent_psn_nak: bool,
     in_message: Option<InMessage>,
+    /// The message its owner refused last, while E stays at its first
+    /// PSN. [RC-067]
+    pub(super) refused: Option<RefusedTail>,
     pub(crate) responses: VecDeque<Response>,
     /// The receive window of the SR profile; `None` under go-back-N.
     /// [SR-011]
@@ -181,6 +197,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
             msn: 0,
             sent_psn_nak: false,
             in_message: None,
+            refused: None,
             responses: VecDeque::with_capacity(usize::from(cfg.response_depth)),
             sr: cfg.transport.sr().map(|c| SrReceiver::new(cfg, c)),
         }
@@ -207,8 +224,9 @@ impl<R: AsMut<[u8]>> Responder<R> {
         self.rq.pop_front()
     }
 
-    /// Acts on an RC request packet that passed the QP's filters.
-    /// [RC-050]…[RC-069]
+    /// Acts on an RC request packet that passed the QP's filters; `admit`
+    /// vets the requests that begin a message. [RC-050]…[RC-069]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn handle_request(
         &mut self,
         cfg: &QpConfig,
@@ -217,9 +235,14 @@ impl<R: AsMut<[u8]>> Responder<R> {
         payload: &[u8],
         counters: &mut Counters,
         cq: &mut VecDeque<Queue>,
+        admit: &mut impl Admit,
     ) -> Verdict {
+        if self.refused_tail(bth, counters) {
+            return Verdict::Continue;
+        }
         if let Some(mut sr) = self.sr.take() {
-            let verdict = self.handle_request_sr(&mut sr, cfg, bth, ext, payload, counters, cq);
+            let verdict =
+                self.handle_request_sr(&mut sr, cfg, bth, ext, payload, counters, cq, admit);
             self.sr = Some(sr);
             return verdict;
         }
@@ -250,20 +273,21 @@ impl<R: AsMut<[u8]>> Responder<R> {
             opcode: bth.opcode,
             ack_req: bth.ack_req,
         };
-        match self.execute(cfg, request, ext, payload, counters, cq) {
+        match self.execute(cfg, request, ext, payload, counters, cq, admit) {
             // ACK only on request: responses are cumulative. [RC-058]
             Exec::Done { ack_req: true } => {
                 self.respond(cfg, Syndrome::ACK, psn, counters);
                 Verdict::Continue
             }
-            Exec::Done { ack_req: false } => Verdict::Continue,
+            Exec::Done { ack_req: false } | Exec::Declined => Verdict::Continue,
             Exec::Refused(verdict) => verdict,
         }
     }
 
     /// Executes the in-order request `r` (its PSN is E): the opcode,
-    /// sequence, receive, length and placement checks, then delivery.
-    /// [RC-053]…[RC-069]
+    /// sequence, owner's, receive, length and placement checks, then
+    /// delivery. [RC-053]…[RC-069]
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn execute(
         &mut self,
         cfg: &QpConfig,
@@ -272,6 +296,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
         payload: &[u8],
         counters: &mut Counters,
         cq: &mut VecDeque<Queue>,
+        admit: &mut impl Admit,
     ) -> Exec {
         let psn = r.psn;
         let refuse = Exec::Refused;
@@ -292,6 +317,20 @@ impl<R: AsMut<[u8]>> Responder<R> {
         };
         if !sequence_ok {
             return refuse(self.fatal(cfg, psn, DropReason::OpcodeSequence, false, counters));
+        }
+        // The owner's word on a message's first packet, and on a LAST
+        // that carries an immediate. [RC-067]
+        if matches!(pos, Position::First | Position::Only) || imm {
+            let head = RequestHead {
+                psn,
+                opcode: r.opcode,
+                imm: ext.immdt.map(|i| i.0),
+                payload,
+            };
+            if admit.admit(&head) == Admission::Refuse {
+                self.decline(cfg, psn, class, pos, counters);
+                return Exec::Declined;
+            }
         }
         // A SEND or an immediate needs a posted receive. [RC-060]
         let needs_recv = class == Class::Send || imm;
@@ -325,6 +364,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
         };
         // Execute. [RC-055] [RC-056]
         self.epsn = psn.next();
+        self.refused = None;
         counters.rx_executed += 1;
         if pos.ends() {
             self.msn = (self.msn + 1) & MSN_MASK;
@@ -475,6 +515,72 @@ impl<R: AsMut<[u8]>> Responder<R> {
         }
     }
 
+    /// Refuses the in-order request `psn` at its owner's word: NAK invalid
+    /// request, nothing executed, E stays, no receive consumed, the QP
+    /// stays ready. The message under way (refused on its LAST) is
+    /// abandoned; one refused on its FIRST has its later packets dropped
+    /// as they come. The NAK is this gap's ([RC-052]): requests ahead of E
+    /// are dropped silently until E arrives. [RC-067]
+    fn decline(
+        &mut self,
+        cfg: &QpConfig,
+        psn: Psn,
+        class: Class,
+        pos: Position,
+        counters: &mut Counters,
+    ) {
+        counters.drop(DropReason::Refused);
+        self.respond(cfg, Syndrome::Nak(NakCode::InvalidRequest), psn, counters);
+        self.sent_psn_nak = true;
+        self.in_message = None;
+        self.refused = (pos == Position::First).then_some(RefusedTail {
+            next: psn.next(),
+            class,
+        });
+    }
+
+    /// Whether `bth` is a later packet of the message refused last (its
+    /// next packet, or one already dropped again): dropped without a
+    /// response. [RC-067]
+    fn refused_tail(&mut self, bth: &BthRepr, counters: &mut Counters) -> bool {
+        let Some(tail) = self.refused else {
+            return false;
+        };
+        let Some((class, pos, _)) = classify(bth.opcode) else {
+            return false;
+        };
+        let seen = bth.psn.is_after(self.epsn) && !bth.psn.is_after(tail.next);
+        if class != tail.class || !matches!(pos, Position::Middle | Position::Last) || !seen {
+            return false;
+        }
+        if bth.psn == tail.next {
+            self.refused = (pos == Position::Middle).then_some(RefusedTail {
+                next: tail.next.next(),
+                class,
+            });
+        }
+        counters.drop(DropReason::Refused);
+        true
+    }
+
+    /// Whether the kept request (SR) with opcode `op` is the next packet
+    /// of the message refused last; it is then dropped. [RC-067]
+    pub(super) fn take_refused_tail(&mut self, psn: Psn, op: Opcode) -> bool {
+        let Some(tail) = self.refused.filter(|t| t.next == psn) else {
+            return false;
+        };
+        match classify(op) {
+            Some((class, pos @ (Position::Middle | Position::Last), _)) if class == tail.class => {
+                self.refused = (pos == Position::Middle).then_some(RefusedTail {
+                    next: psn.next(),
+                    class,
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Queues a fatal NAK for `psn` and reports the error. [RC-066]
     /// `recv_taken`: the packet had claimed the head receive (rxe's
     /// `resp.wqe`), which then completes with the error.
@@ -547,6 +653,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
         }
         self.done = self.rq.len();
         self.in_message = None;
+        self.refused = None;
         if let Some(sr) = &mut self.sr {
             sr.forget(self.epsn);
         }
@@ -556,6 +663,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
     pub(crate) fn resync(&mut self, psn: Psn) {
         self.epsn = psn;
         self.sent_psn_nak = false;
+        self.refused = None;
         if let Some(sr) = &mut self.sr {
             sr.resync(psn);
         }

@@ -20,6 +20,7 @@ use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use super::admit::Admit;
 use super::config::{QpConfig, SrConfig};
 use super::counters::{Counters, DropReason};
 use super::responder::{Exec, Request, Responder, Verdict};
@@ -125,6 +126,35 @@ impl SrReceiver {
         }
     }
 
+    /// Drops the kept requests that are the later packets of the message
+    /// `resp` refused last, and rewinds the window to expect `expected`
+    /// (the refused request's PSN) with what it still holds. [RC-067]
+    fn drop_refused_tail<R: AsMut<[u8]>>(
+        &mut self,
+        resp: &mut Responder<R>,
+        expected: Psn,
+        counters: &mut Counters,
+    ) {
+        let mut p = expected.next();
+        while let Some(next) = resp.refused.map(|t| t.next).filter(|n| *n == p) {
+            let held = self
+                .kept
+                .get(self.slot(next))
+                .copied()
+                .flatten()
+                .filter(|_| self.window.is_received(next));
+            match held {
+                Some(k) if resp.take_refused_tail(next, k.opcode) => {
+                    let _ = self.take(next);
+                    counters.drop(DropReason::Refused);
+                }
+                _ => break,
+            }
+            p = p.next();
+        }
+        self.rewind(expected, expected.add(self.window.capacity()));
+    }
+
     /// Forgets every kept request and expects `expected` next (error
     /// state).
     pub(super) fn forget(&mut self, expected: Psn) {
@@ -166,7 +196,8 @@ impl SrReceiver {
 }
 
 impl<R: AsMut<[u8]>> Responder<R> {
-    /// An RC request under SR. [SR-012] [SR-013] [SR-014]
+    /// An RC request under SR; `admit` vets the requests that begin a
+    /// message, kept ones too. [SR-012] [SR-013] [SR-014] [RC-067]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn handle_request_sr(
         &mut self,
@@ -177,6 +208,7 @@ impl<R: AsMut<[u8]>> Responder<R> {
         payload: &[u8],
         counters: &mut Counters,
         cq: &mut VecDeque<Queue>,
+        admit: &mut impl Admit,
     ) -> Verdict {
         let psn = bth.psn;
         let had_gap = sr.window.has_gap();
@@ -206,12 +238,19 @@ impl<R: AsMut<[u8]>> Responder<R> {
             opcode: bth.opcode,
             ack_req: bth.ack_req,
         };
-        let mut ack = match self.execute(cfg, request, ext, payload, counters, cq) {
+        let mut ack = match self.execute(cfg, request, ext, payload, counters, cq, admit) {
             Exec::Done { ack_req } => ack_req,
             // RNR or fatal: E stays, the window with it. [SR-013]
             Exec::Refused(verdict) => {
                 sr.ack_due |= had_gap;
                 return verdict;
+            }
+            // Refused by the owner: E stays, and what the window kept of
+            // the message goes. [RC-067]
+            Exec::Declined => {
+                sr.drop_refused_tail(self, psn, counters);
+                sr.ack_due |= had_gap;
+                return Verdict::Continue;
             }
         };
         let top = match sr.window.receive(psn) {
@@ -233,10 +272,18 @@ impl<R: AsMut<[u8]>> Responder<R> {
                 ack_req: kept.ack_req,
             };
             let body = sr.store.get(at..at.saturating_add(kept.len)).unwrap_or(&[]);
-            match self.execute(cfg, request, &kept.ext, body, counters, cq) {
+            match self.execute(cfg, request, &kept.ext, body, counters, cq, admit) {
                 Exec::Done { ack_req } => {
                     ack |= ack_req;
                     counters.rx_window_executed += 1;
+                }
+                Exec::Declined => {
+                    // Refused by the owner: as an RNR refusal, but the rest
+                    // of its message goes too. [RC-067]
+                    sr.rewind(next, top);
+                    sr.drop_refused_tail(self, next, counters);
+                    sr.ack_due |= sr.window.has_gap();
+                    return Verdict::Continue;
                 }
                 Exec::Refused(verdict) => {
                     // Refused (RNR): the window goes back to expect it,

@@ -181,21 +181,7 @@ impl Terminated {
             io.drop(EngineDropReason::UnsupportedInvocation);
             return None;
         }
-        let ppb = usize::from(h.payload_bytes_per_packet);
-        let msg_bytes = ppb * t.message_packets as usize;
-        let bytes = usize::try_from(h.element_count)
-            .ok()
-            .and_then(|n| {
-                h.data_type
-                    .size_bytes()
-                    .map(|s| n.saturating_mul(usize::from(s)))
-            })
-            .unwrap_or(0);
-        let msgs = if bytes == 0 || msg_bytes == 0 {
-            0
-        } else {
-            u32::try_from(bytes.div_ceil(msg_bytes)).unwrap_or(u32::MAX)
-        };
+        let (msg_bytes, bytes, msgs) = super::admit::message_count(h, t.message_packets);
         let up_stage = s.shape.ins(pattern, PipeId::Up).mask != 0;
         let down_stage = s.shape.ins(pattern, PipeId::Down).mask != 0;
         let slot = t.newest.map_or(0, |n| (n + 1) % INVOCATION_SLOTS);

@@ -1,6 +1,7 @@
 //! How a context reaches Mode I: every frame goes whole to the edge's RC
-//! endpoint, which checks and acknowledges it itself; the context then
-//! acts on what completed. [M1-001] [M1-040]
+//! endpoint, which checks and acknowledges it itself, refusing at the
+//! context's word what the context would discard; the context then acts
+//! on what completed. [M1-001] [M1-040] [M1-041]
 
 use super::terminated::Terminated;
 use crate::engine::counters::EngineDropReason;

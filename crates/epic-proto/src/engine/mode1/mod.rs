@@ -3,12 +3,15 @@
 //! hierarchical parameter server; reliability is the RC endpoints' own.
 //! [M1-001]
 
+mod admit;
 mod control;
 mod machine;
 mod msg_buf;
 mod stages;
 mod terminated;
 
+#[cfg(test)]
+mod refuse_tests;
 #[cfg(test)]
 mod sr_tests;
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! copying it. Buffers go back to their endpoints when their sends
 //! complete: the hop-by-hop flow control of Figure 4. [M1-030]…[M1-034]
 
+use super::admit::{control_header, Vetter};
 use super::terminated::{wr, wr_parts, Held, Terminated, WrKind};
 use crate::engine::counters::EngineDropReason;
 use crate::engine::id::EdgeId;
@@ -13,7 +14,7 @@ use crate::engine::invocation::{EpSet, Pattern, PipeId, Shape};
 use crate::engine::io::Io;
 use crate::engine::shared::Shared;
 use crate::roce::{Completion, Counters, DropReason, SendOp, WcStatus};
-use crate::wire::{EpicHeaderPacket, EpicHeaderRepr, EPIC_IMM_TAG};
+use crate::wire::{EpicHeaderRepr, EPIC_IMM_TAG};
 
 /// What one completion asks of the context.
 enum Event {
@@ -22,8 +23,9 @@ enum Event {
 }
 
 impl Terminated {
-    /// A frame for edge `ep`: its RC endpoint takes it, then the context
-    /// acts on whatever completed. [M1-040]
+    /// A frame for edge `ep`: its RC endpoint takes it, refusing at the
+    /// context's word what the context would not act on, then the context
+    /// acts on whatever completed. [M1-040] [M1-041]
     pub(crate) fn frame(
         &mut self,
         s: &mut Shared,
@@ -31,14 +33,31 @@ impl Terminated {
         ep: EdgeId,
         f: &crate::wire::RoceFrame<'_>,
     ) {
+        let mut vet = match self.edges.get(ep.index()) {
+            Some(e) => Vetter::new(e.current, &self.invs, self.message_packets),
+            None => return,
+        };
         let Some(e) = self.edges.get_mut(ep.index()) else {
             return;
         };
         let before = frames_not_acted_on(e.qp.counters());
+        let refused = e.qp.counters().drops(DropReason::Refused);
         let sr = super::terminated::sr_events(e.qp.counters());
-        e.qp.handle_verified(io.now, f);
+        e.qp.handle_verified_admitting(io.now, f, &mut vet);
         if frames_not_acted_on(e.qp.counters()) > before {
             io.drop(EngineDropReason::Transport);
+        }
+        // A refusal, and the later packets of a message refused on its
+        // first, count under the refusal's reason. [M1-041]
+        if vet.refused.is_some() {
+            e.refusing = vet.refused;
+        }
+        let refused =
+            e.qp.counters()
+                .drops(DropReason::Refused)
+                .saturating_sub(refused);
+        for _ in 0..refused {
+            io.drop(e.refusing.unwrap_or(EngineDropReason::OutsideInvocation));
         }
         super::terminated::fold_sr_events(io, sr, e.qp.counters());
         match f.bth.opcode {
@@ -102,10 +121,11 @@ impl Terminated {
 }
 
 /// The frames an endpoint did not act on: its drops, except a response
-/// coalesced into a newer one, which counts a request the endpoint took.
-/// [M1-040] [RC-057]
+/// coalesced into a newer one, which counts a request the endpoint took,
+/// and the requests the context refused, which count under the
+/// refusal's reason. [M1-040] [M1-041] [RC-057]
 fn frames_not_acted_on(c: &Counters) -> u64 {
-    c.total_drops() - c.drops(DropReason::ResponseCoalesced)
+    c.total_drops() - c.drops(DropReason::ResponseCoalesced) - c.drops(DropReason::Refused)
 }
 
 /// Handles one completion of edge `ep`.
@@ -140,12 +160,7 @@ fn completion(
             }
             let len = byte_len as usize;
             if imm == Some(EPIC_IMM_TAG) {
-                let h = buf
-                    .as_ref()
-                    .get(..len)
-                    .and_then(|b| EpicHeaderPacket::new_checked(b).ok())
-                    .and_then(|p| EpicHeaderRepr::parse(&p).ok())
-                    .filter(|h| h.validate().is_ok());
+                let h = buf.as_ref().get(..len).and_then(control_header);
                 repost(e, ep, index, buf);
                 return match h {
                     Some(h) => Event::Control(ep, h),

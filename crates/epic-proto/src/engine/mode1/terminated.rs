@@ -68,6 +68,10 @@ pub(crate) struct Edge {
     /// The invocation of this edge's last control message (or echo), and
     /// data messages received since.
     pub(crate) current: Option<(u32, u32)>,
+    /// Why the edge's endpoint last refused a request at the context's
+    /// word: the reason the later packets of its message count under.
+    /// [M1-041]
+    pub(crate) refusing: Option<crate::engine::counters::EngineDropReason>,
 }
 
 /// One invocation as Mode I serves it.
@@ -253,6 +257,7 @@ impl Terminated {
                     .map(|_| Some(MsgBuf::new(EPIC_HEADER_LEN)))
                     .collect(),
                 current: None,
+                refusing: None,
             });
         }
         Ok(Terminated {

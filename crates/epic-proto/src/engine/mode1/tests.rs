@@ -18,8 +18,8 @@ use crate::wire::{
     ReduceOp, RoceFrame, EPIC_HEADER_LEN, EPIC_IMM_TAG,
 };
 
-const MAC: EthernetAddress = EthernetAddress([2, 0, 0, 1, 0, 0]);
-const IP: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 0);
+pub(super) const MAC: EthernetAddress = EthernetAddress([2, 0, 0, 1, 0, 0]);
+pub(super) const IP: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 0);
 /// Bytes of a data message: one packet of the 256-byte MTU.
 pub(super) const MSG: usize = 256;
 
@@ -66,7 +66,7 @@ pub(super) struct Rig {
 }
 
 impl Rig {
-    fn new(cfg: ContextConfig) -> Rig {
+    pub(super) fn new(cfg: ContextConfig) -> Rig {
         Rig::with_transport(cfg, Transport::Gbn)
     }
 
