@@ -8,7 +8,8 @@
 //! - Backends:
 //!   - [`mem`]: in-memory links with seeded loss, reordering and
 //!     duplication ([`fault`]) and, optionally, a rate ([`pacer`]), for
-//!     the in-process lab;
+//!     the in-process lab, each of which can be taken down and up at run
+//!     time ([`LinkControl`]);
 //!   - [`raw`]: Linux interfaces through AF_PACKET raw sockets (a switch's
 //!     front panel; needs CAP_NET_RAW);
 //!   - [`udp`]: a host's RoCEv2 over a kernel UDP socket on port 4791 (no
@@ -28,6 +29,7 @@ pub mod capture;
 mod clock;
 pub mod fault;
 mod inbox;
+mod link_control;
 pub mod mem;
 pub mod pacer;
 mod port;
@@ -45,6 +47,7 @@ pub mod udp;
 pub use capture::{CaptureError, CapturePorts};
 pub use clock::Clock;
 pub use fault::{BadProbability, LinkFaults};
+pub use link_control::LinkControl;
 pub use mem::{MemFabric, MemFabricError, MemNodeId, MemPorts};
 pub use pacer::{LinkRate, DELIVERY_SLACK};
 pub use port::{recv_batch, FramePorts, PortStats, RxBatch, RxSlot, DEFAULT_BATCH, MAX_FRAME};

@@ -21,6 +21,11 @@
 //! queue, as a switch port would. Without a rate (the default) a frame
 //! arrives as soon as it is copied. [LAB-014]
 //!
+//! Each link can be taken down and brought back up while the nodes run,
+//! through its [`LinkControl`] ([`MemFabric::link_control`]): while it
+//! is down both directions lose every frame, counted at the sender in
+//! [`PortStats::link_down_lost`].
+//!
 //! [`pacer`]: crate::pacer
 use std::collections::VecDeque;
 use std::future::Future;
@@ -34,6 +39,8 @@ use tokio::sync::mpsc;
 
 use crate::fault::{BadProbability, Fate, FaultRng, LinkFaults};
 use crate::inbox::InboxLoad;
+pub use crate::link_control::LinkControl;
+use crate::link_control::LinkDir;
 use crate::pacer::{Admit, LinkRate, Pacer, DELIVERY_SLACK};
 use crate::port::{FramePorts, PortStats, RxBatch};
 use crate::sync::Arc;
@@ -231,7 +238,9 @@ impl MemFabric {
         }
         let link = self.links;
         self.links += 1;
-        for (dir, (from, to)) in [(a, b), (b, a)].into_iter().enumerate() {
+        let control = LinkControl::new();
+        let dirs = [(LinkDir::Forward, a, b), (LinkDir::Back, b, a)];
+        for (dir, from, to) in dirs {
             let (tx, load) = match self.nodes.get_mut(to.0 .0) {
                 Some(n) => {
                     n.paced |= self.rate.is_some();
@@ -248,10 +257,12 @@ impl MemFabric {
                 load,
                 ecn,
                 remote_port: to.1,
-                fault: FaultRng::new(faults, self.seed, link, dir as u8),
+                fault: FaultRng::new(faults, self.seed, link, dir.index()),
                 held: None,
                 pacer: self.rate.map(Pacer::new),
                 origin: self.origin,
+                link: control.clone(),
+                dir,
             };
             if let Some(slot) = self
                 .nodes
@@ -262,6 +273,21 @@ impl MemFabric {
             }
         }
         Ok(())
+    }
+
+    /// The control of the link [`connect`](Self::connect) made at port
+    /// `end.1` of node `end.0` (either end of a link names the same
+    /// link), to take it down and up while the nodes run; `None` when
+    /// that port is not linked (or does not exist). It stays valid after
+    /// [`build`](Self::build).
+    pub fn link_control(&self, end: (MemNodeId, u16)) -> Option<LinkControl> {
+        let (node, port) = end;
+        self.nodes
+            .get(node.0)?
+            .out
+            .get(usize::from(port))?
+            .as_ref()
+            .map(|out| out.link.clone())
     }
 
     /// The nodes' ports, indexed by [`MemNodeId`].
@@ -304,6 +330,10 @@ struct MemOut {
     pacer: Option<Pacer>,
     /// The fabric's clock origin.
     origin: std::time::Instant,
+    /// The link's up/down state, shared with the other direction.
+    link: LinkControl,
+    /// Which direction of the link this is.
+    dir: LinkDir,
 }
 
 impl MemOut {
@@ -311,8 +341,13 @@ impl MemOut {
     /// first when the congestion point says so, then taken, or dropped
     /// when the inbox (or, on a rated link, the egress queue) is full or
     /// gone. The congestion point watches the far inbox, or on a rated
-    /// link its egress queue. [CC-103] [LAB-014]
+    /// link its egress queue. [CC-103] [LAB-014] While the link is down
+    /// the copy is lost before any of that.
     fn put(&mut self, mut frame: Vec<u8>, stats: &mut PortStats) {
+        if !self.link.is_up() {
+            stats.link_down_lost += 1;
+            return;
+        }
         let len = frame.len();
         let now = self.pacer.as_ref().map(|_| elapsed_ns(self.origin));
         if let Some(m) = &mut self.ecn {
@@ -398,10 +433,24 @@ impl MemPorts {
         }
     }
 
+    /// Whether a frame falling due on `port` is lost because the port's
+    /// link is down; if so it is counted for its sender.
+    fn lose_if_down(&self, port: usize) -> bool {
+        let Some(Some(out)) = self.out.get(port) else {
+            return false;
+        };
+        if out.link.is_up() {
+            return false;
+        }
+        out.link.lose_in_flight(out.dir.reverse());
+        true
+    }
+
     /// [`poll_recv`](FramePorts::poll_recv) of a node with rated links:
     /// everything the inbox holds joins its port's waiting line, the
-    /// frames due (within [`DELIVERY_SLACK`]) go into `batch`, and with
-    /// none due the node sleeps until the earliest is. [LAB-014]
+    /// frames due (within [`DELIVERY_SLACK`]) go into `batch` (or are
+    /// lost, when their link is down), and with none due the node sleeps
+    /// until the earliest is. [LAB-014]
     fn poll_recv_paced(
         &mut self,
         cx: &mut Context<'_>,
@@ -447,9 +496,17 @@ impl MemPorts {
                         Some(&(_, due)) if due <= horizon => {}
                         _ => break,
                     }
-                    let Some((frame, _)) = line.pop_front() else {
+                    let Some((frame, due)) = line.pop_front() else {
                         break;
                     };
+                    // Due 0: from a link without a rate, already here.
+                    if due > 0 && self.lose_if_down(port) {
+                        self.load.leave(frame.len());
+                        if self.spare.len() < SPARE_BUFFERS {
+                            self.spare.push(frame);
+                        }
+                        continue;
+                    }
                     self.take_in(batch, u16::try_from(port).unwrap_or(u16::MAX), frame);
                 }
             }
@@ -525,6 +582,12 @@ impl FramePorts for MemPorts {
             }
             return Ok(());
         };
+        if !out.link.is_up() {
+            // Lost before the fault injector draws its fate, with any
+            // frame it held back.
+            stats.link_down_lost += 1 + u64::from(out.held.take().is_some());
+            return Ok(());
+        }
         match out.fault.next_fate() {
             Fate::Lost => stats.fault_lost += 1,
             Fate::Sent => out.put(copy_frame(spare, frame), stats),
@@ -566,6 +629,9 @@ impl FramePorts for MemPorts {
             .unwrap_or_default();
         if port < self.ports {
             s.rx_queue_peak_frames = self.load.peak_frames();
+        }
+        if let Some(Some(out)) = self.out.get(usize::from(port)) {
+            s.link_down_lost += out.link.lost_in_flight(out.dir);
         }
         s
     }

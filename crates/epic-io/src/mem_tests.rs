@@ -285,3 +285,160 @@ fn bad_thresholds_are_refused() {
         Err(MemFabricError::Ecn(_))
     ));
 }
+
+/// Whether `ports` receives nothing within 20 ms.
+async fn nothing_arrives(ports: &mut MemPorts) -> bool {
+    let mut batch = RxBatch::new(8);
+    let wait = std::time::Duration::from_millis(20);
+    tokio::time::timeout(wait, recv_batch(ports, &mut batch))
+        .await
+        .is_err()
+}
+
+/// The frames `ports` receives next, with their ports.
+async fn next_frames(ports: &mut MemPorts) -> Vec<(u16, Vec<u8>)> {
+    let mut batch = RxBatch::new(8);
+    let wait = std::time::Duration::from_secs(1);
+    tokio::time::timeout(wait, recv_batch(ports, &mut batch))
+        .await
+        .unwrap()
+        .unwrap();
+    batch.iter().map(|(p, f)| (p, f.to_vec())).collect()
+}
+
+/// A link taken down loses every frame both ends send on it, counted at
+/// each sender, while the node's other link carries on; brought back up
+/// it carries frames again. The control is taken before `build`, and
+/// either end names the same link.
+#[tokio::test]
+async fn a_link_taken_down_loses_frames_both_ways() {
+    let mut fab = MemFabric::new(1);
+    let a = fab.add_node(2);
+    let b = fab.add_node(1);
+    let c = fab.add_node(1);
+    fab.connect((a, 0), (b, 0), LinkFaults::NONE).unwrap();
+    fab.connect((a, 1), (c, 0), LinkFaults::NONE).unwrap();
+    let ab = fab.link_control((b, 0)).unwrap();
+    let ab_too = fab.link_control((a, 0)).unwrap();
+    let mut nodes = fab.build();
+    let mut nc = nodes.pop().unwrap();
+    let mut nb = nodes.pop().unwrap();
+    let mut na = nodes.pop().unwrap();
+    assert!(ab.is_up() && ab_too.is_up(), "links start up");
+    ab.set_up(false);
+    assert!(!ab_too.is_up());
+    na.send(0, &[1]).unwrap();
+    na.send(0, &[2]).unwrap();
+    na.send(1, &[3]).unwrap();
+    nb.send(0, &[4]).unwrap();
+    na.flush().unwrap();
+    nb.flush().unwrap();
+    assert_eq!(next_frames(&mut nc).await, [(0, vec![3])]);
+    assert!(nothing_arrives(&mut nb).await);
+    assert!(nothing_arrives(&mut na).await);
+    let (sa, sb, sc) = (na.stats(0), nb.stats(0), na.stats(1));
+    assert_eq!((sa.link_down_lost, sa.tx_frames, sa.tx_dropped), (2, 0, 0));
+    assert_eq!((sb.link_down_lost, sb.tx_frames), (1, 0));
+    assert_eq!((sc.link_down_lost, sc.tx_frames), (0, 1));
+
+    ab_too.set_up(true);
+    assert!(ab.is_up());
+    na.send(0, &[5]).unwrap();
+    nb.send(0, &[6]).unwrap();
+    assert_eq!(next_frames(&mut nb).await, [(0, vec![5])]);
+    assert_eq!(next_frames(&mut na).await, [(0, vec![6])]);
+    assert_eq!((na.stats(0).link_down_lost, na.stats(0).tx_frames), (2, 1));
+    assert_eq!(nb.stats(0).link_down_lost, 1);
+    let mut sum = PortStats::default();
+    sum.add(&na.stats(0));
+    sum.add(&nb.stats(0));
+    assert_eq!(sum.link_down_lost, 3);
+}
+
+/// A frame the reorder injector holds back is lost with the link, both
+/// when the next send finds the link down and when a flush does, and
+/// the fault injector draws nothing for frames sent while it is down.
+#[tokio::test]
+async fn a_held_frame_is_lost_with_the_link() {
+    let mut fab = MemFabric::new(1);
+    let a = fab.add_node(1);
+    let b = fab.add_node(1);
+    let always = LinkFaults {
+        reorder: 1.0,
+        ..LinkFaults::NONE
+    };
+    fab.connect((a, 0), (b, 0), always).unwrap();
+    let link = fab.link_control((a, 0)).unwrap();
+    let mut nodes = fab.build();
+    let mut nb = nodes.pop().unwrap();
+    let mut na = nodes.pop().unwrap();
+    na.send(0, &[1]).unwrap(); // held
+    link.set_up(false);
+    na.send(0, &[2]).unwrap(); // lost, and the held one with it
+    let s = na.stats(0);
+    assert_eq!((s.link_down_lost, s.fault_reordered), (2, 1));
+    link.set_up(true);
+    na.send(0, &[3]).unwrap(); // held
+    link.set_up(false);
+    na.flush().unwrap(); // the held one is lost
+    assert_eq!(na.stats(0).link_down_lost, 3);
+    link.set_up(true);
+    na.send(0, &[4]).unwrap();
+    na.flush().unwrap();
+    assert_eq!(next_frames(&mut nb).await, [(0, vec![4])]);
+    let s = na.stats(0);
+    assert_eq!(
+        (s.link_down_lost, s.tx_frames, s.fault_reordered),
+        (3, 1, 3)
+    );
+}
+
+/// On a rated link a frame still being serialized when the link goes
+/// down is lost as it falls due, and counted at its sender; frames sent
+/// once the link is up again arrive.
+#[tokio::test]
+async fn a_rated_link_loses_frames_in_flight() {
+    // 1 Mbit/s: a 1000-byte frame takes 8 ms.
+    let rate = LinkRate::from_gbps(0.001, 1 << 20).unwrap();
+    let mut fab = MemFabric::new(1);
+    fab.set_rate(Some(rate));
+    let a = fab.add_node(1);
+    let b = fab.add_node(1);
+    fab.connect((a, 0), (b, 0), LinkFaults::NONE).unwrap();
+    let link = fab.link_control((b, 0)).unwrap();
+    let mut nodes = fab.build();
+    let mut nb = nodes.pop().unwrap();
+    let mut na = nodes.pop().unwrap();
+    for _ in 0..3 {
+        na.send(0, &[1; 1000]).unwrap();
+    }
+    link.set_up(false);
+    // All three fall due within 24 ms, and are lost then.
+    let mut batch = RxBatch::new(8);
+    let wait = std::time::Duration::from_millis(200);
+    let got = tokio::time::timeout(wait, recv_batch(&mut nb, &mut batch)).await;
+    assert!(got.is_err(), "a frame arrived over a link that is down");
+    let s = na.stats(0);
+    assert_eq!((s.tx_frames, s.link_down_lost), (3, 3));
+    assert_eq!(nb.stats(0).rx_frames, 0);
+    link.set_up(true);
+    na.send(0, &[2; 1000]).unwrap();
+    assert_eq!(next_frames(&mut nb).await, [(0, vec![2; 1000])]);
+    assert_eq!(na.stats(0).link_down_lost, 3);
+}
+
+/// Only a linked port has a link control.
+#[test]
+fn unlinked_ports_have_no_link_control() {
+    let mut fab = MemFabric::new(1);
+    let a = fab.add_node(2);
+    let b = fab.add_node(1);
+    fab.connect((a, 1), (b, 0), LinkFaults::NONE).unwrap();
+    assert!(fab.link_control((a, 0)).is_none(), "not linked");
+    assert!(fab.link_control((a, 2)).is_none(), "no such port");
+    assert!(
+        fab.link_control((MemNodeId(7), 0)).is_none(),
+        "no such node"
+    );
+    assert!(fab.link_control((a, 1)).is_some());
+}

@@ -99,6 +99,12 @@ pub struct PortStats {
     /// where the backend can see it (in-memory links: the node's one
     /// inbox, so every port of a node reports the same; 0 elsewhere).
     pub rx_queue_peak_frames: u64,
+    /// Frames lost because the link was down: sent while it was down,
+    /// or, on a link with a rate, falling due at the far end while it was
+    /// down (counted at the sender all the same, also in `tx_frames`).
+    /// Only in-memory links go down ([`LinkControl`](crate::LinkControl));
+    /// 0 elsewhere.
+    pub link_down_lost: u64,
 }
 
 impl PortStats {
@@ -114,6 +120,7 @@ impl PortStats {
         self.fault_duplicated += other.fault_duplicated;
         self.fault_reordered += other.fault_reordered;
         self.ce_marked += other.ce_marked;
+        self.link_down_lost += other.link_down_lost;
         self.rx_queue_peak_frames = self.rx_queue_peak_frames.max(other.rx_queue_peak_frames);
     }
 }

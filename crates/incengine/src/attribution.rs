@@ -42,6 +42,11 @@ impl Attribution {
         self.contexts.retain(|(_, g, _)| *g != group);
     }
 
+    /// Stops counting for every context (the engine lost them all).
+    pub(crate) fn remove_all_contexts(&mut self) {
+        self.contexts.clear();
+    }
+
     fn port(&mut self, port: u16) -> Option<&mut PortCounters> {
         self.ports.get_mut(usize::from(port))
     }

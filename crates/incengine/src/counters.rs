@@ -7,6 +7,12 @@
 //! them) to the frame's ingress port and, when its BTH destination QP
 //! names a context's endpoint, to that context. Drops the engine counts outside `handle_frame` (in
 //! `poll_transmit` or on a timer) appear only in the switch totals.
+//!
+//! Every count is cumulative over the switch's life, across crash-restarts
+//! ([`SwitchHandle::crash`](crate::SwitchHandle::crash)): the engines lost
+//! in crashes are summed in (their drops by reason in
+//! [`SwitchCounters::crashed_engine_drops`]), only the per-context counters
+//! go with the lost contexts.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -179,7 +185,11 @@ pub struct ContextCounters {
 pub struct SwitchCounters {
     /// The switch's name.
     pub name: String,
-    /// The engine's own counters (switch totals).
+    /// The engine's own counters (switch totals), the engines lost in
+    /// crashes summed in, except for their drops by reason
+    /// ([`EngineCounters::drops`] is the running engine's only; see
+    /// [`crashed_engine_drops`](Self::crashed_engine_drops) and
+    /// [`engine_drops`](Self::engine_drops)).
     pub engine: EngineCounters,
     /// The router's counters (switch totals).
     pub router: RouterCounters,
@@ -189,6 +199,16 @@ pub struct SwitchCounters {
     pub contexts: Vec<(GroupId, ContextCounters)>,
     /// Arena bytes in use by the installed contexts.
     pub arena_used: usize,
+    /// Crash-restarts the switch went through
+    /// ([`SwitchHandle::crash`](crate::SwitchHandle::crash)).
+    pub crashes: u64,
+    /// Frames received while the switch was down after a crash, dropped
+    /// unprocessed.
+    pub crash_dropped: u64,
+    /// The drops, by reason, that the engines lost in crashes had
+    /// counted: [`EngineCounters`] cannot take them into
+    /// [`engine`](Self::engine).
+    pub crashed_engine_drops: Drops<EngineDropReason>,
 }
 
 impl SwitchCounters {
@@ -200,6 +220,19 @@ impl SwitchCounters {
     /// Frames sent on every port.
     pub fn tx_frames(&self) -> u64 {
         self.ports.iter().map(|p| p.io.tx_frames).sum()
+    }
+
+    /// Frames the engine dropped for `reason` over the switch's life:
+    /// the running engine's and the ones lost in crashes.
+    pub fn engine_drops(&self, reason: EngineDropReason) -> u64 {
+        self.engine.drops(reason) + self.crashed_engine_drops.get(reason)
+    }
+
+    /// [`EngineCounters::total_drops`] over the switch's life: the
+    /// running engine's and the ones lost in crashes (benign reasons
+    /// left out).
+    pub fn engine_total_drops(&self) -> u64 {
+        self.engine.total_drops() + self.crashed_engine_drops.total()
     }
 
     /// The counters of `group`'s context.
@@ -217,15 +250,17 @@ impl fmt::Display for SwitchCounters {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "switch {}: {} frames in, {} out, arena {} bytes",
+            "switch {}: {} frames in, {} out, arena {} bytes, {} crashes ({} frames dropped while down)",
             self.name,
             self.rx_frames(),
             self.tx_frames(),
-            self.arena_used
+            self.arena_used,
+            self.crashes,
+            self.crash_dropped
         )?;
         writeln!(
             f,
-            "{:>5} {:>12} {:>14} {:>12} {:>14} {:>10} {:>10} {:>8} {:>10} {:>10}  drops",
+            "{:>5} {:>12} {:>14} {:>12} {:>14} {:>10} {:>10} {:>9} {:>8} {:>10} {:>10}  drops",
             "port",
             "rx_frames",
             "rx_bytes",
@@ -233,6 +268,7 @@ impl fmt::Display for SwitchCounters {
             "tx_bytes",
             "tx_dropped",
             "ce_marked",
+            "link_down",
             "rxq_peak",
             "epic_rx",
             "routed_rx"
@@ -240,7 +276,7 @@ impl fmt::Display for SwitchCounters {
         for p in &self.ports {
             writeln!(
                 f,
-                "{:>5} {:>12} {:>14} {:>12} {:>14} {:>10} {:>10} {:>8} {:>10} {:>10}  engine: {}; router: {}",
+                "{:>5} {:>12} {:>14} {:>12} {:>14} {:>10} {:>10} {:>9} {:>8} {:>10} {:>10}  engine: {}; router: {}",
                 p.port,
                 p.io.rx_frames,
                 p.io.rx_bytes,
@@ -248,6 +284,7 @@ impl fmt::Display for SwitchCounters {
                 p.io.tx_bytes,
                 p.io.tx_dropped,
                 p.io.ce_marked,
+                p.io.link_down_lost,
                 p.io.rx_queue_peak_frames,
                 p.epic_rx,
                 p.routed_rx,
@@ -291,7 +328,7 @@ impl fmt::Display for SwitchCounters {
         )?;
         let mut engine_drops = Drops::<EngineDropReason>::default();
         for (i, r) in EngineDropReason::ALL.iter().enumerate() {
-            engine_drops.add_at(i, e.drops(*r));
+            engine_drops.add_at(i, self.engine_drops(*r));
         }
         writeln!(f, "engine drops: {}", DropList(&engine_drops))?;
         let r = &self.router;

@@ -9,6 +9,10 @@
 //! engine, and a `NotEpic` frame on to the router, whose output is sent
 //! at once; the engine's queue is drained after every frame (a completed
 //! aggregation fans out to every child) and after every timeout.
+//!
+//! A crash-restart ([`Dataplane::restart`]) replaces the engine with a
+//! fresh one of the same configuration and keeps the router: what a
+//! restarted `epic switch` has after re-reading its static configuration.
 
 use std::io;
 
@@ -19,6 +23,7 @@ use epic_proto::wire::GroupId;
 
 use crate::attribution::Attribution;
 use crate::counters::SwitchCounters;
+use crate::crash::CrashLedger;
 use crate::router::Router;
 use crate::runtime::install;
 use crate::spec::{ContextSpec, SwitchError, SwitchSpec};
@@ -31,6 +36,8 @@ pub(crate) struct Dataplane {
     /// Output buffer of the router (the engine lends its frames).
     tx: Vec<u8>,
     attribution: Attribution,
+    /// Crash-restarts, and the counts of the engines lost in them.
+    crashes: CrashLedger,
 }
 
 impl Dataplane {
@@ -65,6 +72,7 @@ impl Dataplane {
             router,
             tx: vec![0; MAX_FRAME],
             attribution,
+            crashes: CrashLedger::default(),
         })
     }
 
@@ -160,6 +168,28 @@ impl Dataplane {
             .map_err(|source| SwitchError::Relocate { from, source })
     }
 
+    /// The switch process died and was restarted: the engine, with every
+    /// context and all its state (queued frames, timers), is replaced by
+    /// a fresh one of the same [`EngineConfig`](epic_proto::engine::EngineConfig)
+    /// holding no context, and the lost contexts' counters go with them.
+    /// The router (static routes and addresses) stays, as a restart
+    /// re-reads the static configuration; the contexts of that
+    /// configuration are not installed again (a restarted switch learns
+    /// its contexts from its control plane). The lost engine's counts
+    /// stay in the switch's counters. [SW-001]
+    pub(crate) fn restart(&mut self) {
+        let fresh = IncEngine::new(*self.engine.config());
+        let lost = std::mem::replace(&mut self.engine, fresh);
+        self.crashes.crashed(lost.counters());
+        self.attribution.remove_all_contexts();
+    }
+
+    /// Counts `frames` received while down after a crash, dropped
+    /// unprocessed.
+    pub(crate) fn dropped_while_down(&mut self, frames: u64) {
+        self.crashes.dropped_while_down(frames);
+    }
+
     /// A snapshot of every counter, with each port's I/O counters from
     /// `stats`. [SW-020]
     pub(crate) fn counters(&self, stats: impl Fn(u16) -> PortStats) -> SwitchCounters {
@@ -171,6 +201,7 @@ impl Dataplane {
             ..SwitchCounters::default()
         };
         self.attribution.snapshot(stats, &mut c);
+        self.crashes.fill(&mut c);
         c
     }
 }

@@ -81,6 +81,12 @@ impl SwitchHandle {
         self.control().remove(group).await
     }
 
+    /// Crash-restarts the switch, for fault injection: the switch process
+    /// died and was restarted. See [`SwitchControl::crash`].
+    pub async fn crash(&self, down: std::time::Duration) -> Result<(), SwitchError> {
+        self.control().crash(down).await
+    }
+
     /// Stops the switch (after the batch in hand) and returns its final
     /// counters, or the error that had stopped it. [SW-003]
     pub async fn shutdown(self) -> Result<SwitchCounters, SwitchError> {
@@ -91,7 +97,8 @@ impl SwitchHandle {
     }
 }
 
-/// Installs and removes contexts of a running switch; cloneable.
+/// Installs and removes contexts of a running switch, and crash-restarts
+/// it; cloneable.
 #[derive(Debug, Clone)]
 pub struct SwitchControl {
     commands: mpsc::Sender<Command>,
@@ -119,6 +126,36 @@ impl SwitchControl {
     /// Removes a group's context while the switch runs. [ENG-010]
     pub async fn remove(&self, group: GroupId) -> Result<(), SwitchError> {
         self.ask(|tx| Command::Remove(group, tx)).await?
+    }
+
+    /// Crash-restarts the switch, for fault injection: the switch process
+    /// died and was restarted.
+    ///
+    /// - At once the switch loses every context and all engine state:
+    ///   the engine is replaced by a fresh one of the same
+    ///   [`EngineConfig`](epic_proto::engine::EngineConfig), with no
+    ///   context (queued frames and timers go with the old one). A
+    ///   restarted `epic switch` re-reads its static configuration only:
+    ///   its routes and addresses stay, but the contexts its
+    ///   [`SwitchSpec`] listed are *not* installed again; whoever wants
+    ///   them back installs them (as a manager would).
+    /// - For `down` after the command (at most about 30 years) every
+    ///   frame the switch receives is dropped unprocessed, counted in
+    ///   [`SwitchCounters::crash_dropped`], and the switch sends nothing.
+    ///   A crash while down starts the down period again, from the new
+    ///   command.
+    /// - Then it forwards and runs the fresh engine as usual: routed
+    ///   traffic flows, and EPIC frames of the lost contexts meet an
+    ///   engine that knows none of their QPs (dropped as `unknown_qp`).
+    ///
+    /// Commands are still served while down (counters, installs, which
+    /// take effect when it is up again). Counters stay cumulative:
+    /// [`SwitchCounters::crashes`] counts the crashes, the lost engines'
+    /// counts are summed in, only the lost contexts' counters are gone.
+    /// Returns once the crash has happened; `Stopped` if the switch task
+    /// has ended.
+    pub async fn crash(&self, down: std::time::Duration) -> Result<(), SwitchError> {
+        self.ask(|tx| Command::Crash(down, tx)).await
     }
 
     /// Moves the arena block at `from` to `to` while the switch runs: the

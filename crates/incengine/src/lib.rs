@@ -5,7 +5,8 @@
 //!
 //! - [`spawn`] builds a switch from a [`SwitchSpec`], installs its
 //!   contexts and starts it; the [`SwitchHandle`] reads counters, installs
-//!   and removes contexts, and shuts it down. [SW-001]…[SW-003]
+//!   and removes contexts, crash-restarts the switch for fault injection
+//!   ([`SwitchHandle::crash`]), and shuts it down. [SW-001]…[SW-003]
 //! - [`Router`]: ARP replies for the switch's addresses, longest-prefix
 //!   static routes with MAC rewrite and TTL decrement, typed drop
 //!   reasons. [SW-010]…[SW-015]
@@ -27,6 +28,7 @@ pub mod arp;
 mod attribution;
 pub mod config;
 mod counters;
+mod crash;
 mod dataplane;
 mod handle;
 mod router;

@@ -10,6 +10,13 @@
 //! - the timer: `handle_timeout`, drain, `flush`;
 //! - then the timer is re-armed from `poll_timeout`, by resetting the one
 //!   pinned `Sleep` only when the deadline changed.
+//!
+//! A crash ([`Command::Crash`]) restarts the dataplane's engine at once
+//! and takes the switch down for a while: every batch received then is
+//! dropped unprocessed and counted, and the engine's timer is not polled
+//! (so nothing is sent); a second `Sleep` ends the down period, after
+//! which the loop runs as before. Commands are served throughout: the
+//! control channel stands for the operator, not the switch's own agent.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -40,6 +47,8 @@ pub(crate) enum Command {
     Remove(GroupId, oneshot::Sender<Result<(), SwitchError>>),
     /// Move an arena block (from, to).
     Relocate(u64, u64, oneshot::Sender<Result<(), SwitchError>>),
+    /// Crash-restart, then stay down this long.
+    Crash(std::time::Duration, oneshot::Sender<()>),
     /// Stop; the task returns its final counters.
     Shutdown,
 }
@@ -48,8 +57,15 @@ pub(crate) enum Command {
 enum Event {
     Command(Option<Command>),
     Timer,
+    /// The down period after a crash ended.
+    Up,
     Received(std::io::Result<()>),
 }
+
+/// The longest down period a crash takes (longer ones are cut to it):
+/// about 30 years, tokio's own "far future", well within its timer's
+/// range.
+const MAX_DOWN: std::time::Duration = std::time::Duration::from_secs(86_400 * 365 * 30);
 
 /// The switch's state, owned by its task.
 pub(crate) struct Switch<P> {
@@ -57,6 +73,8 @@ pub(crate) struct Switch<P> {
     ports: P,
     clock: Clock,
     batch: RxBatch,
+    /// When the down period after the last crash ends, while it lasts.
+    down_until: Option<tokio::time::Instant>,
 }
 
 impl<P: FramePorts> Switch<P> {
@@ -67,6 +85,7 @@ impl<P: FramePorts> Switch<P> {
             ports,
             clock,
             batch: RxBatch::new(DEFAULT_BATCH),
+            down_until: None,
         }
     }
 
@@ -80,13 +99,27 @@ impl<P: FramePorts> Switch<P> {
         tokio::pin!(sleep);
         // The engine's deadline and the (capped) one the sleep is set to.
         let mut armed: Option<(Instant, Instant)> = None;
+        // Ends the down period after a crash.
+        let up = tokio::time::sleep_until(tokio::time::Instant::now());
+        tokio::pin!(up);
         loop {
             self.arm(sleep.as_mut(), &mut armed);
+            let down_until = self.down_until;
+            if let Some(at) = down_until {
+                if up.deadline() != at {
+                    up.as_mut().reset(at);
+                }
+            }
             let event = poll_fn(|cx| {
                 if let Poll::Ready(c) = commands.poll_recv(cx) {
                     return Poll::Ready(Event::Command(c));
                 }
-                if armed.is_some() && sleep.as_mut().poll(cx).is_ready() {
+                if down_until.is_some() {
+                    // Down: no timer (the engine sends nothing).
+                    if up.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(Event::Up);
+                    }
+                } else if armed.is_some() && sleep.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(Event::Timer);
                 }
                 self.ports
@@ -109,9 +142,15 @@ impl<P: FramePorts> Switch<P> {
                         .handle_timeout(now, &mut |port, f| ports.send(port, f))?;
                     self.ports.flush()?;
                 }
+                Event::Up => self.down_until = None,
                 Event::Received(r) => {
                     r?;
-                    self.handle_batch()?;
+                    if self.down_until.is_some() {
+                        self.dataplane.dropped_while_down(self.batch.len() as u64);
+                        self.batch.clear();
+                    } else {
+                        self.handle_batch()?;
+                    }
                 }
             }
         }
@@ -161,6 +200,14 @@ impl<P: FramePorts> Switch<P> {
             }
             Command::Relocate(from, to, reply) => {
                 let _ = reply.send(self.dataplane.relocate(from, to));
+            }
+            Command::Crash(down, reply) => {
+                tracing::info!(switch = %self.dataplane.name(), ?down, "crash-restart");
+                self.dataplane.restart();
+                // From now, whether or not the switch was down already.
+                let now = tokio::time::Instant::now();
+                self.down_until = Some(now.checked_add(down.min(MAX_DOWN)).unwrap_or(now));
+                let _ = reply.send(());
             }
             Command::Shutdown => {}
         }
