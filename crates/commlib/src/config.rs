@@ -118,6 +118,12 @@ pub struct CommConfig {
     /// How long one collective call may take before it fails with
     /// [`CommError::Timeout`](crate::CommError::Timeout).
     pub call_timeout: Duration,
+    /// How long an INC call may make no progress (no frame for the rank's
+    /// INC QP) before the rank tells its peers it is stalled; once every
+    /// rank is known to be in the call, the same again without progress
+    /// and the group finishes the call on the host fallback. Default 1 s.
+    /// [COMM-053]
+    pub inc_stall: Duration,
     /// How long the progress task keeps answering the network after
     /// `close` (so that peers get the acknowledgements they still need).
     pub linger: Duration,
@@ -135,7 +141,7 @@ pub struct CommConfig {
 impl CommConfig {
     /// A host-fallback configuration with defaults: MTU 4096, the QP
     /// timeout of [`default_qp_timeout`](CommConfig::default_qp_timeout),
-    /// unlimited retries, a 30 s call timeout, 20 ms
+    /// unlimited retries, a 30 s call timeout, a 1 s INC stall time, 20 ms
     /// of linger, default fallback tuning, no INC.
     pub fn new(
         rank: u16,
@@ -156,6 +162,7 @@ impl CommConfig {
             qp_retry_cnt: 7,
             qp_rnr_retry: 7,
             call_timeout: Duration::from_secs(30),
+            inc_stall: Duration::from_secs(1),
             linger: Duration::from_millis(20),
             fallback: FallbackTuning::default(),
             transport: Transport::Gbn,
@@ -229,13 +236,15 @@ impl CommConfig {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         range("call_timeout_ms", ms(self.call_timeout), 1, 86_400_000)?;
         range("linger_ms", ms(self.linger), 0, 60_000)?;
+        range("inc_stall_ms", ms(self.inc_stall), 1, 86_400_000)?;
         let mb = self.fallback.message_bytes;
-        range("fallback.message_bytes", mb.into(), 4, 16 << 20)?;
+        // A recovery note is 12 bytes. [COMM-052]
+        range("fallback.message_bytes", mb.into(), 16, 16 << 20)?;
         if !mb.is_multiple_of(4) {
             return Err(ArgError::OutOfRange {
                 field: "fallback.message_bytes (a multiple of 4)",
                 value: mb.into(),
-                min: 4,
+                min: 16,
                 max: 16 << 20,
             });
         }

@@ -2,10 +2,11 @@
 //! toward the switch (INC) or the fallback mesh, the frame demultiplexer,
 //! the running call with its deadline, and poisoning. [COMM-020]
 //!
-//! A group whose switch blocks are shared with other groups keeps both:
-//! each call starts on the driver, which first takes the blocks, and moves
-//! to the mesh with the same arguments when a switch denies them.
-//! [COMM-041]
+//! A group with INC keeps both: each call starts on the driver and moves
+//! to the mesh with the same arguments when a switch denies the group's
+//! shared blocks [COMM-041], or when the network stops making progress
+//! and the ranks agree on where to recover ([`Recovery`], [COMM-050]…
+//! [COMM-056]); after a recovery every call runs on the mesh.
 //!
 //! Each received frame is parsed and verified once, here, reusing the ICRC
 //! a backend already computed ([`RxSlot::icrc`]); the host driver, the
@@ -31,16 +32,18 @@ use crate::call::CallSpec;
 use crate::config::{CommConfig, FALLBACK_QPN_BASE};
 use crate::error::{ArgError, CommError, GroupError, PoisonCause, TransportError};
 use crate::fallback::{plan, Mesh, MeshError, Runner};
+use crate::kept::{Kept, Missing};
+use crate::recovery::Recovery;
 use crate::stats::CommStats;
+
+/// Spare buffers kept for the next calls' inputs.
+const SPARES: usize = 2;
 
 /// The host driver toward the first-hop switch.
 #[derive(Debug)]
 struct IncLane {
     rank: HostRank,
     qpn: Qpn,
-    /// The switch blocks are shared: every call takes them first, and a
-    /// denied call runs on the mesh. [COMM-041]
-    shared: bool,
 }
 
 /// Which machine runs the call in flight.
@@ -61,9 +64,20 @@ pub(crate) struct Core {
     mesh: Option<Mesh>,
     /// Where the running call (or the last one) runs.
     path: Path,
-    /// Shared blocks: the running call's arguments, kept until the driver
-    /// knows whether the switches granted the blocks. [COMM-041]
-    held: Option<(CallSpec, Vec<u8>)>,
+    /// The sequence number of the next call. [COMM-050]
+    next_seq: u64,
+    /// The running call: its sequence number and arguments, and, while it
+    /// runs in the network, its input (for a denied acquire or a
+    /// recovery). [COMM-041] [COMM-055]
+    running: Option<(u64, CallSpec)>,
+    held: Option<Vec<u8>>,
+    /// Inputs of completed calls a recovery may need again. [COMM-055]
+    kept: Kept,
+    /// Buffers of inputs no longer kept, handed back for reuse.
+    spares: Vec<Vec<u8>>,
+    recovery: Recovery,
+    /// A recovery happened: every call runs on the mesh. [COMM-055]
+    on_hosts: bool,
     msg_bytes: usize,
     call_timeout: Duration,
     std_call_timeout: std::time::Duration,
@@ -99,20 +113,17 @@ impl Core {
                 let mut lane = IncLane {
                     rank,
                     qpn: setup.qpn,
-                    shared: setup.shared,
                 };
                 lane.rank.set_contended(setup.shared);
-                // Shared blocks: the mesh stands by for denied calls (its
-                // QP numbers were checked not to meet the switch QP's).
-                let mesh = if setup.shared {
-                    Some(Mesh::new(cfg)?)
-                } else {
-                    None
-                };
-                (Some(lane), mesh)
+                // The mesh stands by for denied calls and for a recovery
+                // (its QP numbers were checked not to meet the switch
+                // QP's); with shared blocks every receive stands at once.
+                // [COMM-041] [COMM-050]
+                (Some(lane), Some(Mesh::new(cfg, !setup.shared)?))
             }
-            None => (None, Some(Mesh::new(cfg)?)),
+            None => (None, Some(Mesh::new(cfg, false)?)),
         };
+        let stall = u64::try_from(cfg.inc_stall.as_nanos()).unwrap_or(u64::MAX);
         let nanos = u64::try_from(cfg.call_timeout.as_nanos()).unwrap_or(u64::MAX);
         Ok(Core {
             rank: cfg.rank,
@@ -120,7 +131,13 @@ impl Core {
             path: if inc.is_some() { Path::Inc } else { Path::Mesh },
             inc,
             mesh,
+            next_seq: 0,
+            running: None,
             held: None,
+            kept: Kept::default(),
+            spares: Vec::new(),
+            recovery: Recovery::new(cfg.rank, cfg.ranks, Duration::from_nanos(stall)),
+            on_hosts: false,
             msg_bytes: cfg.fallback.message_bytes as usize,
             call_timeout: Duration::from_nanos(nanos),
             std_call_timeout: cfg.call_timeout,
@@ -138,8 +155,8 @@ impl Core {
 
     /// Starts a call. An `Err` means the call never started (misuse or a
     /// poisoned communicator); otherwise its outcome comes from
-    /// [`poll_outcome`](Core::poll_outcome), and the input buffer comes
-    /// back if the call did not keep it.
+    /// [`poll_outcome`](Core::poll_outcome), and a spare buffer (an
+    /// input no longer kept) comes back for the next call's input.
     pub(crate) fn start(
         &mut self,
         now: Instant,
@@ -159,44 +176,60 @@ impl Core {
             }
             .into());
         }
-        let (early, spare) = if let Some(inc) = &mut self.inc {
-            // The request was checked once, when the call was made.
-            inc.rank
-                .start(now, spec.req, &input)
-                .map_err(misuse_or_failure)?;
-            match inc.rank.poll_event() {
-                // A request no EPIC header can describe fails before
-                // anything is posted: misuse, not a failed call.
-                Some(HostEvent::Failed(e)) if e.is_misuse() => {
-                    return Err(ArgError::Host(e).into());
+        let seq = self.next_seq;
+        let early = match self.inc.as_mut().filter(|_| !self.on_hosts) {
+            Some(inc) => {
+                // The request was checked once, when the call was made.
+                inc.rank
+                    .start(now, spec.req, &input)
+                    .map_err(misuse_or_failure)?;
+                match inc.rank.poll_event() {
+                    // A request no EPIC header can describe fails before
+                    // anything is posted: misuse, not a failed call.
+                    Some(HostEvent::Failed(e)) if e.is_misuse() => {
+                        return Err(ArgError::Host(e).into());
+                    }
+                    // The driver keeps its own copy of the input; this one
+                    // stays for a denied acquire or a recovery.
+                    // [COMM-041] [COMM-055]
+                    other => {
+                        self.held = Some(input);
+                        self.path = Path::Inc;
+                        other
+                    }
                 }
-                // The driver keeps its own copy of the input; with shared
-                // blocks the mesh may need it too. [COMM-041]
-                other if inc.shared => {
-                    self.held = Some((spec, input));
-                    (other, Vec::new())
-                }
-                other => (other, input),
             }
-        } else if let Some(mesh) = &mut self.mesh {
-            let p = plan(&spec, self.rank, self.ranks, input);
-            mesh.start(now, Runner::new(p, self.msg_bytes));
-            (None, Vec::new())
-        } else {
-            return Err(CommError::Closed);
+            None => {
+                if self.mesh.is_none() {
+                    return Err(CommError::Closed);
+                }
+                if self.on_hosts {
+                    self.stats.calls_on_hosts += 1;
+                }
+                self.path = Path::Mesh;
+                self.run_on_mesh(now, seq, &spec, input);
+                None
+            }
         };
-        self.path = if self.inc.is_some() {
-            Path::Inc
-        } else {
-            Path::Mesh
-        };
-        tracing::debug!(rank = self.rank, ?spec, "call started");
+        self.next_seq += 1;
+        self.running = Some((seq, spec));
+        self.recovery.call_started(now, seq, self.path == Path::Inc);
+        tracing::debug!(rank = self.rank, seq, ?spec, path = ?self.path, "call started");
         self.deadline = Some(now.saturating_add(self.call_timeout));
         match early {
             Some(ev) => self.host_event(now, ev),
             None => self.collect(now),
         }
-        Ok(spare)
+        self.notes(now);
+        Ok(self.spares.pop().unwrap_or_default())
+    }
+
+    /// Starts call `seq`'s schedule on the mesh.
+    fn run_on_mesh(&mut self, now: Instant, seq: u64, spec: &CallSpec, input: Vec<u8>) {
+        if let Some(mesh) = &mut self.mesh {
+            let p = plan(spec, self.rank, self.ranks, input);
+            mesh.start(now, seq, Runner::new(p, self.msg_bytes));
+        }
     }
 
     /// The outcome of the running call, once it has one.
@@ -249,7 +282,11 @@ impl Core {
         };
         if let Some(inc) = self.inc.as_mut().filter(|i| i.qpn == dest) {
             match &parsed {
-                Ok(f) => inc.rank.handle_verified(now, f),
+                Ok(f) => {
+                    inc.rank.handle_verified(now, f);
+                    // The network is alive for this call. [COMM-053]
+                    self.recovery.progress(now);
+                }
                 Err(e) => inc.rank.handle_refused(now, frame, e),
             }
             return;
@@ -265,12 +302,13 @@ impl Core {
         }
     }
 
-    /// Moves the fallback schedule on after a batch of frames and collects
-    /// a finished call.
+    /// Moves the fallback schedules on after a batch of frames, takes the
+    /// recovery notes that came, and collects a finished call.
     pub(crate) fn after_input(&mut self, now: Instant) {
         if let Some(mesh) = &mut self.mesh {
             mesh.pump(now);
         }
+        self.notes(now);
         self.collect(now);
     }
 
@@ -290,14 +328,20 @@ impl Core {
         n
     }
 
-    /// The earliest timer: the QPs' and the running call's deadline.
+    /// The earliest timer: the QPs', the stall rule's and the running
+    /// call's deadline.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         let inc = self.inc.as_ref().and_then(|i| i.rank.poll_timeout());
         let mesh = self.mesh.as_ref().and_then(Mesh::poll_timeout);
-        [inc, mesh, self.deadline].into_iter().flatten().min()
+        let stall = self.recovery.poll_timeout();
+        [inc, mesh, stall, self.deadline]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
-    /// Fires due timers; a call past its deadline fails with
+    /// Fires due timers; a rank the stall rule finds stuck recovers
+    /// [COMM-053]; a call past its deadline fails with
     /// [`CommError::Timeout`] and poisons. [COMM-011]
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
         if let Some(inc) = &mut self.inc {
@@ -307,6 +351,10 @@ impl Core {
             mesh.handle_timeout(now);
             mesh.pump(now);
         }
+        if self.recovery.handle_timeout(now) {
+            self.stuck(now);
+        }
+        self.notes(now);
         self.collect(now);
         if self.deadline.is_some_and(|d| now >= d) {
             self.stats.call_timeouts += 1;
@@ -339,56 +387,139 @@ impl Core {
         if let Some(mesh) = &self.mesh {
             mesh.add_stats(&mut s);
         }
+        s.inc_stalls = self.recovery.stalls;
         s
     }
 
-    /// Takes a finished call's outcome from the driver or the mesh.
-    fn collect(&mut self, now: Instant) {
-        if !self.busy() {
-            return;
-        }
-        if self.path == Path::Inc {
-            if let Some(ev) = self.inc.as_mut().and_then(|i| i.rank.poll_event()) {
-                self.host_event(now, ev);
+    /// Sends the notes the recovery protocol queued, and acts on the ones
+    /// that came. [COMM-052]…[COMM-054]
+    fn notes(&mut self, now: Instant) {
+        loop {
+            while let Some((peer, note)) = self.recovery.poll_note() {
+                if let Some(mesh) = &mut self.mesh {
+                    mesh.send_note(now, peer, note);
+                }
             }
-            // A denied call has moved to the mesh, which may have finished
-            // at once.
-            if self.path == Path::Inc {
-                return;
+            let Some((peer, note)) = self.mesh.as_mut().and_then(Mesh::poll_note) else {
+                break;
+            };
+            tracing::debug!(rank = self.rank, peer, ?note, "recovery note");
+            if self.recovery.note(now, peer, note) {
+                self.stuck(now);
             }
-        }
-        let done = self.mesh.as_mut().and_then(|m| {
-            m.poll_outcome()
-                .map(|r| r.map_err(|e| map_mesh_error(e, self.msg_bytes)))
-        });
-        if let Some(r) = done {
-            self.finish(r);
+            self.try_recover(now);
         }
     }
 
-    /// What the driver reported about the running call: its outcome, or
-    /// that a switch denied the shared blocks, and then the call starts
-    /// again on the mesh with the same arguments. [COMM-041]
-    fn host_event(&mut self, now: Instant, ev: HostEvent) {
-        let held = self.held.take();
-        if ev != HostEvent::Denied {
-            self.finish(host_result(ev));
+    /// Gives up on the network: drops the INC lane (its counters kept)
+    /// and tells the peers. [COMM-054]
+    fn stuck(&mut self, now: Instant) {
+        if self.mesh.is_none() || !self.recovery.become_stuck() {
             return;
         }
-        let (Some((spec, input)), Some(mesh)) = (held, self.mesh.as_mut()) else {
-            self.finish(Err(GroupError::Denied.into()));
+        tracing::warn!(
+            rank = self.rank,
+            first = self.recovery.position(),
+            "the network makes no progress; recovering on the hosts"
+        );
+        self.stats.inc_recoveries += 1;
+        if let Some(inc) = self.inc.take() {
+            for (_, qp) in inc.rank.qps() {
+                self.stats.add_qp(qp.counters());
+            }
+        }
+        self.try_recover(now);
+    }
+
+    /// Once every rank's position is in: runs the calls from the recovery
+    /// point on the mesh, the kept ones for the peers and the running one
+    /// for the caller. [COMM-055]
+    fn try_recover(&mut self, now: Instant) {
+        if self.on_hosts {
+            return;
+        }
+        let Some(from) = self.recovery.point() else {
             return;
         };
-        tracing::debug!(
-            rank = self.rank,
-            ?spec,
-            "shared blocks denied; the call runs on the hosts"
-        );
-        self.stats.calls_denied += 1;
-        self.path = Path::Mesh;
-        let p = plan(&spec, self.rank, self.ranks, input);
-        mesh.start(now, Runner::new(p, self.msg_bytes));
+        self.on_hosts = true;
+        let first = self.recovery.position();
+        tracing::info!(rank = self.rank, from, first, "recovery point agreed");
+        let again = match self.kept.take_range(from, first) {
+            Ok(again) => again,
+            Err(Missing(missing)) => {
+                self.fail(
+                    GroupError::RecoveryGap { from, missing }.into(),
+                    PoisonCause::Group,
+                );
+                return;
+            }
+        };
+        for (seq, spec, input) in again {
+            self.stats.helper_runs += 1;
+            self.run_on_mesh(now, seq, &spec, input);
+        }
+        if self.path == Path::Inc {
+            if let (Some((seq, spec)), Some(input)) = (self.running, self.held.take()) {
+                self.stats.calls_recovered += 1;
+                self.path = Path::Mesh;
+                self.run_on_mesh(now, seq, &spec, input);
+            }
+        }
         self.collect(now);
+    }
+
+    /// Takes a finished call's outcome from the driver or the mesh; the
+    /// outcomes of calls run again for the peers are dropped.
+    fn collect(&mut self, now: Instant) {
+        if self.path == Path::Inc && self.busy() {
+            if let Some(ev) = self.inc.as_mut().and_then(|i| i.rank.poll_event()) {
+                self.host_event(now, ev);
+            }
+        }
+        let current = self.running.map(|(seq, _)| seq);
+        while let Some((seq, r)) = self.mesh.as_mut().and_then(Mesh::poll_outcome) {
+            if Some(seq) == current && self.path == Path::Mesh && self.busy() {
+                self.finish(r.map_err(|e| map_mesh_error(e, self.msg_bytes)));
+            } else if let Err(e) = r {
+                // A call run again for the peers failed: so does the mesh.
+                self.fail(map_mesh_error(e, self.msg_bytes), PoisonCause::Group);
+            } else if let Ok(buf) = r {
+                self.spares.push(buf);
+            }
+        }
+        // Two spare buffers are enough for the API's next inputs.
+        self.spares.truncate(SPARES);
+        self.set_floor();
+    }
+
+    /// What the driver reported about the running call: its outcome; that
+    /// a switch denied the shared blocks, and then the call starts again
+    /// on the mesh with the same arguments [COMM-041]; or that the lane
+    /// failed, and then the rank recovers [COMM-054].
+    fn host_event(&mut self, now: Instant, ev: HostEvent) {
+        match ev {
+            HostEvent::Completed { output } => self.finish(Ok(output)),
+            HostEvent::Failed(e) if recoverable(&e) && self.mesh.is_some() => {
+                tracing::warn!(rank = self.rank, ?e, "the INC lane failed");
+                self.stuck(now);
+            }
+            HostEvent::Failed(e) => self.finish(Err(map_host_error(e))),
+            HostEvent::Denied => {
+                let (Some((seq, spec)), Some(input)) = (self.running, self.held.take()) else {
+                    self.finish(Err(GroupError::Denied.into()));
+                    return;
+                };
+                tracing::debug!(
+                    rank = self.rank,
+                    ?spec,
+                    "shared blocks denied; the call runs on the hosts"
+                );
+                self.stats.calls_denied += 1;
+                self.path = Path::Mesh;
+                self.run_on_mesh(now, seq, &spec, input);
+                self.collect(now);
+            }
+        }
     }
 
     fn finish(&mut self, result: Result<Vec<u8>, CommError>) {
@@ -396,6 +527,23 @@ impl Core {
             Ok(out) => {
                 self.stats.calls_completed += 1;
                 self.deadline = None;
+                self.recovery.call_done();
+                if let Some((seq, spec)) = self.running.take() {
+                    // Kept for a recovery: the input of a call completed in
+                    // the network (a call completed on the mesh is not run
+                    // again). [COMM-055]
+                    let input = if self.path == Path::Inc {
+                        self.held.take()
+                    } else {
+                        None
+                    };
+                    if self.inc.is_some() {
+                        let freed = self.kept.completed(seq, self.rank, spec, input);
+                        self.spares.extend(freed);
+                    } else {
+                        self.spares.extend(input);
+                    }
+                }
                 self.outcome = Some(Ok(out));
             }
             Err(e) => {
@@ -408,6 +556,23 @@ impl Core {
         }
     }
 
+    /// Messages of calls before the oldest one this rank may still run
+    /// (kept, running or next) can go. [COMM-051]
+    fn set_floor(&mut self) {
+        let floor = [
+            self.kept.oldest(),
+            self.running.map(|(s, _)| s),
+            Some(self.next_seq),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(0);
+        if let Some(mesh) = &mut self.mesh {
+            mesh.set_floor(floor);
+        }
+    }
+
     /// Fails the running call (if any) with `e` and poisons: the QPs are
     /// dropped (their counters kept), nothing more is sent. [COMM-011]
     fn fail(&mut self, e: CommError, cause: PoisonCause) {
@@ -416,6 +581,8 @@ impl Core {
         self.inc = None;
         self.mesh = None;
         self.held = None;
+        self.running = None;
+        self.recovery.call_done();
         self.poisoned = Some(cause);
         if self.deadline.take().is_some() {
             self.stats.calls_failed += 1;
@@ -424,11 +591,14 @@ impl Core {
     }
 }
 
-fn host_result(ev: HostEvent) -> Result<Vec<u8>, CommError> {
-    match ev {
-        HostEvent::Completed { output } => Ok(output),
-        HostEvent::Failed(e) => Err(map_host_error(e)),
-        HostEvent::Denied => Err(GroupError::Denied.into()),
+/// Whether a failure of the INC lane is one the fallback can recover
+/// from: the network's, not the call's (a message of another length
+/// means the ranks disagree about the call). [COMM-054]
+fn recoverable(e: &HostError) -> bool {
+    match e {
+        HostError::Transport(WcStatus::LocalLengthError) => false,
+        HostError::Transport(_) | HostError::Refused => true,
+        _ => false,
     }
 }
 

@@ -121,6 +121,16 @@ pub enum GroupError {
     /// host fallback to run the call on. [COMM-041]
     #[error("the switches denied the shared blocks and no host fallback runs the call")]
     Denied,
+    /// A recovery needs this rank to run a call again for its peers whose
+    /// input it no longer keeps (the ranks disagree about which calls
+    /// completed). [COMM-055]
+    #[error("recovery from call {from} needs call {missing} again, whose input is not kept")]
+    RecoveryGap {
+        /// The recovery point.
+        from: u64,
+        /// The call not kept.
+        missing: u64,
+    },
     /// The call's output does not have the length the call implies.
     #[error("the output has {got} bytes where {expected} were expected")]
     OutputLength {

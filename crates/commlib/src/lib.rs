@@ -40,7 +40,9 @@ mod fallback;
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub mod internals;
+mod kept;
 mod manager;
+mod recovery;
 mod stats;
 mod task;
 

@@ -18,6 +18,26 @@ pub struct CommStats {
     /// blocks the group shares with other groups (also counted in
     /// `calls_completed` or `calls_failed`). [COMM-041]
     pub calls_denied: u64,
+    /// Stalled notes this rank sent: an INC call made no progress for
+    /// `inc_stall`. [COMM-053] [COMM-056]
+    pub inc_stalls: u64,
+    /// Times this rank gave up on the network and moved the group to the
+    /// host fallback. [COMM-054] [COMM-056]
+    pub inc_recoveries: u64,
+    /// Calls that were running in the network when the rank gave up and
+    /// finished on the fallback (also in `calls_completed` or
+    /// `calls_failed`). [COMM-056]
+    pub calls_recovered: u64,
+    /// Later calls run on the fallback because of a recovery (also in
+    /// `calls_completed` or `calls_failed`). [COMM-055] [COMM-056]
+    pub calls_on_hosts: u64,
+    /// Calls this rank had completed in the network and ran again on the
+    /// fallback for peers that had not. [COMM-055] [COMM-056]
+    pub helper_runs: u64,
+    /// Fallback messages dropped: recovery notes of an unknown kind or
+    /// length, messages without immediate data, messages of a call already
+    /// run. [COMM-051] [COMM-052]
+    pub bad_messages: u64,
     /// Frames handed to the transport.
     pub frames_tx: u64,
     /// Bytes handed to the transport.

@@ -10,6 +10,13 @@
 //! ACK of the message that took it leaves, so a peer that starts a call
 //! first never meets an RNR NAK. Received messages queue per peer, in
 //! order, until the schedule takes them. [COMM-037]
+//!
+//! Every message carries its call in its immediate data, and the mesh
+//! also carries the recovery notes of [COMM-052]: a schedule takes only
+//! its own call's messages, later calls' wait, and notes queue for the
+//! communicator. [COMM-051] A mesh beside an INC lane stands by with two
+//! receives per peer (enough for the notes) until its first call runs.
+//! [COMM-050]
 
 use std::collections::VecDeque;
 
@@ -17,6 +24,7 @@ use epic_proto::roce::{Completion, RcQp, SendOp, WcStatus, WrId};
 use epic_proto::time::Instant;
 use epic_proto::wire::{self, RoceFrame};
 
+use super::note::{call_tag, read, Note, Tagged};
 use super::schedule::{BadMessage, Runner};
 use crate::config::CommConfig;
 use crate::error::ArgError;
@@ -38,12 +46,12 @@ type Qp = RcQp<Vec<u8>, Vec<u8>>;
 #[derive(Debug)]
 struct Peer {
     qp: Qp,
-    /// Messages waiting for a send slot.
-    tx_queue: VecDeque<Vec<u8>>,
+    /// Messages waiting for a send slot, with their immediate data.
+    tx_queue: VecDeque<(Vec<u8>, u32)>,
     tx_posted: usize,
     rx_posted: usize,
-    /// Arrived messages (buffer, length) not yet taken.
-    rx_ready: VecDeque<(Vec<u8>, usize)>,
+    /// Arrived schedule messages (call tag, buffer, length) not yet taken.
+    rx_ready: VecDeque<(u32, Vec<u8>, usize)>,
 }
 
 /// The mesh of one rank.
@@ -55,15 +63,40 @@ pub(crate) struct Mesh {
     window: usize,
     tx_pool: Vec<Vec<u8>>,
     rx_pool: Vec<Vec<u8>>,
-    run: Option<Runner>,
-    outcome: Option<Result<Vec<u8>, MeshError>>,
+    /// The running schedules, by call: after a recovery a rank runs the
+    /// calls it completed in the network again for its peers beside its
+    /// own call. [COMM-055]
+    runs: Vec<(u64, Runner)>,
+    /// Finished calls' outcomes, by call.
+    outcomes: VecDeque<(u64, Result<Vec<u8>, MeshError>)>,
+    /// Messages of calls before this one are dropped: no call before it
+    /// will run here.
+    floor: u64,
     next_tx: usize,
     wr: u64,
+    /// Two receives per peer until the first call runs. [COMM-050]
+    standby: bool,
+    /// Recovery notes received, not yet taken. [COMM-052]
+    notes: VecDeque<(u16, Note)>,
+    /// Notes and messages dropped: bad notes, untagged messages, messages
+    /// of a call already run.
+    bad_messages: u64,
+}
+
+/// Receives standing toward each peer while a mesh stands by.
+const STANDBY_RECVS: usize = 2;
+
+/// Whether call tag `t` is older than `cur` (serial arithmetic modulo
+/// 2^31). [COMM-051]
+fn older(t: u32, cur: u32) -> bool {
+    let d = cur.wrapping_sub(t) & 0x7FFF_FFFF;
+    d != 0 && d < 1 << 30
 }
 
 impl Mesh {
-    /// QPs toward every other rank.
-    pub(crate) fn new(cfg: &CommConfig) -> Result<Mesh, ArgError> {
+    /// QPs toward every other rank; `standby`: beside an INC lane, two
+    /// receives per peer until the first call runs. [COMM-050]
+    pub(crate) fn new(cfg: &CommConfig, standby: bool) -> Result<Mesh, ArgError> {
         let mut peers = Vec::with_capacity(usize::from(cfg.ranks));
         for p in 0..cfg.ranks {
             if p == cfg.rank {
@@ -85,10 +118,14 @@ impl Mesh {
             window: usize::from(cfg.fallback.window),
             tx_pool: Vec::new(),
             rx_pool: Vec::new(),
-            run: None,
-            outcome: None,
+            runs: Vec::new(),
+            outcomes: VecDeque::new(),
+            floor: 0,
             next_tx: 0,
             wr: 0,
+            standby,
+            notes: VecDeque::new(),
+            bad_messages: 0,
         };
         // Every peer's receives stand before any call starts; the QPs'
         // receive queues (`window` + 4, `CommConfig::mesh_qp`) hold them.
@@ -105,15 +142,40 @@ impl Mesh {
         Ok(mesh)
     }
 
-    /// Starts a call's schedule.
-    pub(crate) fn start(&mut self, now: Instant, runner: Runner) {
-        self.run = Some(runner);
+    /// Starts the schedule of call `seq`; from now on every peer has
+    /// `window` receives standing.
+    pub(crate) fn start(&mut self, now: Instant, seq: u64, runner: Runner) {
+        self.standby = false;
+        self.runs.push((seq, runner));
         self.pump(now);
     }
 
-    /// The outcome of the last call, once.
-    pub(crate) fn poll_outcome(&mut self) -> Option<Result<Vec<u8>, MeshError>> {
-        self.outcome.take()
+    /// Sends a recovery note to `peer`, after what is queued toward it.
+    /// [COMM-052]
+    pub(crate) fn send_note(&mut self, now: Instant, peer: u16, note: Note) {
+        if let Some(Some(p)) = self.peers.get_mut(usize::from(peer)) {
+            let mut b = self.tx_pool.pop().unwrap_or_default();
+            b.clear();
+            b.extend_from_slice(&note.to_bytes());
+            p.tx_queue.push_back((b, note.imm()));
+        }
+        self.pump(now);
+    }
+
+    /// The next recovery note received.
+    pub(crate) fn poll_note(&mut self) -> Option<(u16, Note)> {
+        self.notes.pop_front()
+    }
+
+    /// No call before `seq` will start on this mesh: messages of calls
+    /// before it and before every running call can go.
+    pub(crate) fn set_floor(&mut self, seq: u64) {
+        self.floor = seq;
+    }
+
+    /// A finished call's outcome, once.
+    pub(crate) fn poll_outcome(&mut self) -> Option<(u64, Result<Vec<u8>, MeshError>)> {
+        self.outcomes.pop_front()
     }
 
     /// Feeds a frame addressed to the QP toward `peer`, as parsed and
@@ -169,11 +231,14 @@ impl Mesh {
         for p in self.peers.iter().flatten() {
             stats.add_qp(p.qp.counters());
         }
+        stats.bad_messages += self.bad_messages;
     }
 
+    /// Every running call fails with `e`.
     fn fail(&mut self, e: MeshError) {
-        self.run = None;
-        self.outcome = Some(Err(e));
+        for (seq, _) in self.runs.drain(..) {
+            self.outcomes.push_back((seq, Err(e)));
+        }
     }
 
     /// Consumes completions, feeds arrived messages to the schedule, starts
@@ -203,9 +268,15 @@ impl Mesh {
             .iter()
             .flatten()
             .all(|p| p.tx_queue.is_empty() && p.tx_posted == 0);
-        if drained && self.run.as_ref().is_some_and(Runner::finished) {
-            if let Some(run) = self.run.take() {
-                self.outcome = Some(Ok(run.into_output()));
+        if drained {
+            let mut i = 0;
+            while i < self.runs.len() {
+                if self.runs.get(i).is_some_and(|(_, r)| r.finished()) {
+                    let (seq, run) = self.runs.remove(i);
+                    self.outcomes.push_back((seq, Ok(run.into_output())));
+                } else {
+                    i += 1;
+                }
             }
         }
     }
@@ -222,12 +293,28 @@ impl Mesh {
                         p.tx_posted = p.tx_posted.saturating_sub(1);
                         self.tx_pool.push(buf);
                     }
-                    Completion::Recv { buf, byte_len, .. } => {
+                    Completion::Recv {
+                        buf, byte_len, imm, ..
+                    } => {
                         p.rx_posted = p.rx_posted.saturating_sub(1);
-                        if status == WcStatus::Success {
-                            p.rx_ready.push_back((buf, byte_len as usize));
+                        let len = byte_len as usize;
+                        let tagged = if status == WcStatus::Success {
+                            read(imm, buf.get(..len).unwrap_or(&[]))
                         } else {
-                            self.rx_pool.push(buf);
+                            Tagged::Bad
+                        };
+                        match tagged {
+                            Tagged::Call(tag) => p.rx_ready.push_back((tag, buf, len)),
+                            Tagged::Note(n) => {
+                                self.notes.push_back((peer, n));
+                                self.rx_pool.push(buf);
+                            }
+                            Tagged::Bad => {
+                                if status == WcStatus::Success {
+                                    self.bad_messages += 1;
+                                }
+                                self.rx_pool.push(buf);
+                            }
                         }
                     }
                 }
@@ -239,35 +326,48 @@ impl Mesh {
         Ok(())
     }
 
-    /// Starts steps and hands arrived messages to the schedule.
+    /// Starts steps and hands arrived messages to the schedules, each its
+    /// own call's. [COMM-051]
     fn feed(&mut self, moved: &mut bool) -> Result<(), MeshError> {
-        let Some(run) = self.run.as_mut() else {
-            return Ok(());
-        };
+        // Messages of calls before the floor (and before every running
+        // call) never will be taken.
+        let oldest = self.runs.iter().map(|(s, _)| *s).min();
+        let floor = call_tag(oldest.map_or(self.floor, |o| o.min(self.floor)));
+        for p in self.peers.iter_mut().flatten() {
+            let before = p.rx_ready.len();
+            p.rx_ready.retain(|(t, _, _)| !older(*t, floor));
+            self.bad_messages += (before - p.rx_ready.len()) as u64;
+        }
         let (peers, tx_pool) = (&mut self.peers, &mut self.tx_pool);
-        run.start_steps(|peer, bytes| enqueue(peers, tx_pool, peer, bytes));
-        loop {
-            let mut took = false;
-            for i in 0..peers.len() {
-                let peer = u16::try_from(i).unwrap_or(u16::MAX);
-                while run.wants(peer) {
-                    let Some(Some(p)) = peers.get_mut(i) else {
-                        break;
-                    };
-                    let Some((buf, len)) = p.rx_ready.pop_front() else {
-                        break;
-                    };
-                    let res = run.deliver(peer, buf.get(..len).unwrap_or(&[]));
-                    self.rx_pool.push(buf);
-                    res.map_err(MeshError::Bad)?;
-                    took = true;
-                    run.start_steps(|peer, bytes| enqueue(peers, tx_pool, peer, bytes));
+        for (seq, run) in &mut self.runs {
+            let tag = call_tag(*seq);
+            run.start_steps(|peer, bytes| enqueue(peers, tx_pool, peer, bytes, tag));
+            loop {
+                let mut took = false;
+                for i in 0..peers.len() {
+                    let peer = u16::try_from(i).unwrap_or(u16::MAX);
+                    while run.wants(peer) {
+                        let Some(Some(p)) = peers.get_mut(i) else {
+                            break;
+                        };
+                        let Some(at) = p.rx_ready.iter().position(|(t, _, _)| *t == tag) else {
+                            break;
+                        };
+                        let Some((_, buf, len)) = p.rx_ready.remove(at) else {
+                            break;
+                        };
+                        let res = run.deliver(peer, buf.get(..len).unwrap_or(&[]));
+                        self.rx_pool.push(buf);
+                        res.map_err(MeshError::Bad)?;
+                        took = true;
+                        run.start_steps(|peer, bytes| enqueue(peers, tx_pool, peer, bytes, tag));
+                    }
                 }
+                if !took {
+                    break;
+                }
+                *moved = true;
             }
-            if !took {
-                break;
-            }
-            *moved = true;
         }
         Ok(())
     }
@@ -275,19 +375,25 @@ impl Mesh {
     /// Posts sends and receives up to the windows.
     fn post(&mut self, moved: &mut bool) -> Result<(), MeshError> {
         let window = self.window;
+        let recvs = if self.standby {
+            STANDBY_RECVS.min(window)
+        } else {
+            window
+        };
         for p in self.peers.iter_mut().flatten() {
             while p.tx_posted < window {
-                let Some(b) = p.tx_queue.pop_front() else {
+                let Some((b, imm)) = p.tx_queue.pop_front() else {
                     break;
                 };
                 self.wr += 1;
-                p.qp.post_send(WrId(self.wr), SendOp::Send, b)
+                p.qp.post_send(WrId(self.wr), SendOp::SendWithImm { imm }, b)
                     .map_err(|_| MeshError::Refused)?;
                 p.tx_posted += 1;
                 *moved = true;
             }
-            // `window` receives stand toward every peer. [COMM-037]
-            while p.rx_posted < window {
+            // `window` receives stand toward every peer (two while the
+            // mesh stands by). [COMM-037] [COMM-050]
+            while p.rx_posted < recvs {
                 let mut b = self.rx_pool.pop().unwrap_or_default();
                 b.resize(self.msg_bytes, 0);
                 self.wr += 1;
@@ -302,13 +408,13 @@ impl Mesh {
 }
 
 /// Copies one message of a starting step into the peer's send queue, in a
-/// pooled buffer.
-fn enqueue(peers: &mut [Option<Peer>], pool: &mut Vec<Vec<u8>>, peer: u16, bytes: &[u8]) {
+/// pooled buffer, tagged with its call. [COMM-051]
+fn enqueue(peers: &mut [Option<Peer>], pool: &mut Vec<Vec<u8>>, peer: u16, bytes: &[u8], tag: u32) {
     if let Some(Some(p)) = peers.get_mut(usize::from(peer)) {
         let mut b = pool.pop().unwrap_or_default();
         b.clear();
         b.extend_from_slice(bytes);
-        p.tx_queue.push_back(b);
+        p.tx_queue.push_back((b, tag));
     }
 }
 
@@ -364,7 +470,10 @@ mod tests {
     #[test]
     fn comm_037_a_peer_that_starts_first_meets_no_rnr() {
         let now = Instant::from_nanos(0);
-        let (mut m0, mut m1) = (Mesh::new(&cfg(0)).unwrap(), Mesh::new(&cfg(1)).unwrap());
+        let (mut m0, mut m1) = (
+            Mesh::new(&cfg(0), false).unwrap(),
+            Mesh::new(&cfg(1), false).unwrap(),
+        );
         for (m, peer) in [(&m0, 1), (&m1, 0)] {
             assert_eq!(m.peers[peer].as_ref().unwrap().qp.posted_recvs(), 4);
         }
@@ -377,7 +486,7 @@ mod tests {
         let spec =
             CallSpec::new(Kind::Broadcast, Some(ElemType::Int32), None, 0, block, seat).unwrap();
         let input = vec![7u8; 16 * 1024];
-        m0.start(now, Runner::new(plan(&spec, 0, 2, input), 1024));
+        m0.start(now, 0, Runner::new(plan(&spec, 0, 2, input), 1024));
         for _ in 0..40 {
             deliver(now, &mut m0, &mut m1, 0);
             deliver(now, &mut m1, &mut m0, 1);
@@ -388,6 +497,6 @@ mod tests {
         assert_eq!(q0.tx_retransmits, 0);
         assert_eq!(q1.drops(DropReason::ReceiverNotReady), 0);
         assert_eq!(m1.peers[0].as_ref().unwrap().rx_ready.len(), 16);
-        assert!(matches!(m0.poll_outcome(), Some(Ok(_))));
+        assert!(matches!(m0.poll_outcome(), Some((0, Ok(_)))));
     }
 }

@@ -4,7 +4,9 @@
 //! sums. [COMM-030]…[COMM-036]
 
 mod mesh;
+mod note;
 mod schedule;
 
 pub(crate) use mesh::{Mesh, MeshError};
+pub(crate) use note::Note;
 pub(crate) use schedule::{plan, Runner};

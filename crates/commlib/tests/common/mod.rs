@@ -20,7 +20,7 @@
 
 use std::future::Future;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,6 +65,13 @@ pub struct Lab {
     pub tree: IncTree,
     /// While set, the second group of the switch's shared block holds it.
     pub other: Arc<AtomicBool>,
+    /// Once the switch has received this many frames it loses the group's
+    /// context, as a switch that restarted without it (`u64::MAX`: never).
+    pub lose_context_after: Arc<AtomicU64>,
+    /// Once the switch has received this many frames, the engine's frames
+    /// toward the last rank are lost (routed frames still pass): the
+    /// others complete calls in the network that it never completes.
+    pub mute_last_after: Arc<AtomicU64>,
     switch: Option<SwitchThread>,
 }
 
@@ -80,7 +87,7 @@ impl SwitchThread {
     /// Starts the switch of `tree` (with the group's context in `mode`) on
     /// `ports`.
     pub fn start(tree: &IncTree, mode: Option<Mode>, ports: MemPorts, clock: Clock) -> Self {
-        Self::start_shared(tree, mode, ports, clock, None)
+        Self::start_shared(tree, mode, ports, clock, None, None)
     }
 
     /// Like [`SwitchThread::start`]; with `other`, the group's context
@@ -92,6 +99,7 @@ impl SwitchThread {
         ports: MemPorts,
         clock: Clock,
         other: Option<Arc<AtomicBool>>,
+        lose: Option<(Arc<AtomicU64>, Arc<AtomicU64>)>,
     ) -> Self {
         let tree = tree.clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -104,7 +112,11 @@ impl SwitchThread {
             let routes: Vec<(Ipv4Addr, u16, EthernetAddress)> =
                 tree.hosts.iter().map(|h| (h.ip, h.port, h.mac)).collect();
             let other = other.map(|flag| (flag, LockTenant::new(OTHER, &eng).unwrap()));
-            let eng = rt.block_on(run_switch(eng, ports, clock, routes, other, stopped));
+            let lose = lose.unwrap_or_else(|| {
+                let never = || Arc::new(AtomicU64::new(u64::MAX));
+                (never(), never())
+            });
+            let eng = rt.block_on(run_switch(eng, ports, clock, routes, other, lose, stopped));
             if std::env::var("EPIC_COMMLIB_TRACE").is_ok() {
                 let c = eng.counters();
                 let drops: Vec<_> = epic_proto::engine::EngineDropReason::ALL
@@ -241,12 +253,18 @@ pub fn lab_with(
         .iter()
         .any(|c| c.inc.as_ref().is_some_and(|i| i.shared));
     let other = Arc::new(AtomicBool::new(false));
+    let lose_context_after = Arc::new(AtomicU64::new(u64::MAX));
+    let mute_last_after = Arc::new(AtomicU64::new(u64::MAX));
     let switch = Some(SwitchThread::start_shared(
         &tree,
         mode,
         sw_ports,
         clock,
         shared.then(|| Arc::clone(&other)),
+        Some((
+            Arc::clone(&lose_context_after),
+            Arc::clone(&mute_last_after),
+        )),
     ));
     let comms = nodes
         .zip(cfgs)
@@ -256,6 +274,8 @@ pub fn lab_with(
         comms,
         tree,
         other,
+        lose_context_after,
+        mute_last_after,
         switch,
     }
 }
@@ -269,8 +289,11 @@ pub async fn run_switch(
     clock: Clock,
     routes: Vec<(Ipv4Addr, u16, EthernetAddress)>,
     mut other: Option<(Arc<AtomicBool>, LockTenant)>,
+    (lose, mute): (Arc<AtomicU64>, Arc<AtomicU64>),
     mut stop: tokio::sync::oneshot::Receiver<()>,
 ) -> IncEngine {
+    let mut received = 0u64;
+    let last_port = routes.iter().map(|r| r.1).max();
     let mac = eng.config().mac;
     let mut batch = RxBatch::new(64);
     let mut buf = vec![0u8; MAX_FRAME];
@@ -280,6 +303,9 @@ pub async fn run_switch(
     loop {
         let now = clock.now();
         while let Some(t) = eng.poll_transmit(now, &mut buf) {
+            if received >= mute.load(Ordering::Relaxed) && Some(t.port) == last_port {
+                continue;
+            }
             ports.send(t.port, &buf[..t.len]).unwrap();
         }
         ports.flush().unwrap();
@@ -302,6 +328,10 @@ pub async fn run_switch(
                     assert_eq!(held, hold, "the second group's hold did not take");
                 }
                 for (port, frame) in batch.iter() {
+                    received += 1;
+                    if received >= lose.load(Ordering::Relaxed) && eng.context(GROUP).is_some() {
+                        eng.remove(GROUP).unwrap();
+                    }
                     if eng.handle_frame(now, port, frame).disposition == Disposition::NotEpic {
                         let Ok(l) = FrameLayout::locate(frame) else { continue };
                         let Ok(ip) = Ipv4Packet::new_checked(&frame[l.ipv4..]) else { continue };
