@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use epic_io::LinkFaults;
+use epic_lab::chaos::ChaosEvent;
 use epic_lab::{Baseline, Event, LabConfig, LabTransport, NetnsOptions};
 use epic_topology::TreeSpec;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -130,6 +131,29 @@ pub(crate) struct LabArgs {
     /// reports the profile it ran.
     #[arg(long, value_enum, default_value = "auto")]
     transport: LabTransportArg,
+    /// Faults struck at chosen moments of each mode's sweep, in process:
+    /// kill-switch:NAME@TIME[+DOWN] (the switch dies, losing its
+    /// contexts, and restarts after DOWN), link-down:A-B@TIME[+DOWN],
+    /// kill-manager@TIME; comma-separated. NAME: switchN, or spine and
+    /// leafN on a three-level tree; link ends also rankN. TIME after the
+    /// mode's cluster started (200ms, 1s, 1.5s); DOWN default 100ms.
+    /// Every row must still be correct; rows report the calls that fell
+    /// back to the hosts, and each fault how soon a call completed after
+    /// it.
+    #[arg(long, value_name = "FAULTS", value_parser = parse_chaos)]
+    chaos: Option<ChaosList>,
+}
+
+/// The faults of one `--chaos` value.
+#[derive(Debug, Clone)]
+pub(crate) struct ChaosList(Vec<ChaosEvent>);
+
+/// `--chaos`: the faults, their targets checked against the topology
+/// later. [LAB-020]
+fn parse_chaos(s: &str) -> Result<ChaosList, String> {
+    epic_lab::chaos::parse(s)
+        .map(ChaosList)
+        .map_err(|e| e.to_string())
 }
 
 /// `--transport` of `epic lab`. [LAB-013]
@@ -193,6 +217,7 @@ impl LabArgs {
             policy: self.policy,
             switch_timeout_us: self.switch_timeout_us,
             transport: self.transport.lab(),
+            chaos: self.chaos.clone().map(|c| c.0).unwrap_or_default(),
             netns: self.netns.then(|| {
                 // The switches run this very binary.
                 let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("epic"));
@@ -262,6 +287,8 @@ pub(crate) fn run(args: &LabArgs) -> ExitCode {
                 write_error.get_or_insert(e);
             }
         }
+        // What a fault did goes to stderr: JSON stdout stays rows only.
+        Event::Chaos(o) => bar.suspend(|| eprintln!("epic lab: chaos: {o}")),
     });
     bar.finish_and_clear();
     if let (Format::Table, Ok(rows)) = (args.format, &result) {

@@ -8,7 +8,7 @@ use std::path::Path;
 use commlib::{CommConfig, CommStats, Communicator, IncSetup};
 use epic_control::request::TransportProfile;
 use epic_io::capture::{CaptureError, CapturePorts};
-use epic_io::{Clock, FramePorts, MemFabric, MemNodeId, MemPorts};
+use epic_io::{Clock, FramePorts, LinkControl, MemFabric, MemNodeId, MemPorts};
 use epic_proto::cc::EcnConfig;
 use epic_proto::engine::{EngineConfig, Mode};
 use epic_proto::roce::{Mtu, Transport};
@@ -17,6 +17,7 @@ use epic_proto::Psn;
 use epic_topology::{host_qpn, switch_qpn, IncTree, PortPeer};
 use incengine::{Route, SwitchCounters, SwitchHandle, SwitchSpec};
 
+use crate::chaos::{ChaosEvent, ChaosOutcome, ChaosRun, Node, Targets};
 use crate::config::{LabConfig, LabMode};
 use crate::control::{grant, lab_topology, LabControl};
 use crate::netns::{ManagerProc, NetnsLab, SwitchProcs};
@@ -41,6 +42,11 @@ pub(crate) struct Totals {
     pub(crate) cnps: u64,
     /// Rate cuts the ranks' QPs took.
     pub(crate) rate_cuts: u64,
+    /// Calls the ranks finished on the host fallback because of a
+    /// recovery, summed over the ranks. [COMM-056]
+    pub(crate) on_hosts: u64,
+    /// Times a rank gave up on the network. [COMM-056]
+    pub(crate) recoveries: u64,
 }
 
 impl Totals {
@@ -52,6 +58,8 @@ impl Totals {
             sacks: self.sacks.saturating_sub(before.sacks),
             cnps: self.cnps.saturating_sub(before.cnps),
             rate_cuts: self.rate_cuts.saturating_sub(before.rate_cuts),
+            on_hosts: self.on_hosts.saturating_sub(before.on_hosts),
+            recoveries: self.recoveries.saturating_sub(before.recoveries),
         }
     }
 }
@@ -74,6 +82,12 @@ pub(crate) struct LabCluster {
     /// The transport profile the ranks run (what the manager granted, or
     /// the host fallback's). [LAB-013]
     pub(crate) transport: TransportProfile,
+    /// Every in-process link, by its two ends (none on namespaces).
+    links: Vec<(Node, Node, LinkControl)>,
+    /// The faults striking this cluster, if any. [LAB-020]
+    chaos: Option<ChaosRun>,
+    /// When each call every rank completed ended. [LAB-022]
+    pub(crate) completions: Vec<std::time::Instant>,
 }
 
 fn mtu_of(bytes: u32) -> Mtu {
@@ -321,6 +335,9 @@ impl LabCluster {
             manager,
             buffers: OutputBuffers::default(),
             transport: ran(cfg, &setups),
+            links: Vec::new(),
+            chaos: None,
+            completions: Vec::new(),
         })
     }
 
@@ -345,22 +362,27 @@ impl LabCluster {
             .map(|s| fab.add_node(u16::try_from(s.ports.len()).unwrap_or(u16::MAX)))
             .collect();
         let host_nodes: Vec<MemNodeId> = tree.hosts.iter().map(|_| fab.add_node(1)).collect();
+        let mut links = Vec::new();
         for (i, s) in tree.switches.iter().enumerate() {
             let Some(&me) = sw_nodes.get(i) else { continue };
             for (p, peer) in s.ports.iter().enumerate() {
                 let a = (me, u16::try_from(p).unwrap_or(u16::MAX));
-                let b = match *peer {
+                let (b, far) = match *peer {
                     PortPeer::Host(r) => match host_nodes.get(usize::from(r)) {
-                        Some(&h) => (h, 0),
+                        Some(&h) => ((h, 0), Node::Rank(r)),
                         None => continue,
                     },
                     PortPeer::Switch(o, their) if o > i => match sw_nodes.get(o) {
-                        Some(&n) => (n, their),
+                        Some(&n) => ((n, their), Node::Switch(o)),
                         None => continue,
                     },
                     PortPeer::Switch(..) => continue,
                 };
                 fab.connect(a, b, cfg.faults).map_err(BuildError::Fabric)?;
+                // Every link can be taken down by `--chaos`. [LAB-020]
+                if let Some(l) = fab.link_control(a) {
+                    links.push((Node::Switch(i), far, l));
+                }
             }
         }
         let mut ports: Vec<Option<MemPorts>> = fab.build().into_iter().map(Some).collect();
@@ -418,7 +440,33 @@ impl LabCluster {
             manager: None,
             buffers: OutputBuffers::default(),
             transport: ran(cfg, &setups),
+            links,
+            chaos: None,
+            completions: Vec::new(),
         })
+    }
+
+    /// Starts striking `events` (resolved against the tree) at their
+    /// moments after `mode_start`. In process only. [LAB-020]
+    pub(crate) fn start_chaos(&mut self, events: &[ChaosEvent], mode_start: std::time::Instant) {
+        if events.is_empty() {
+            return;
+        }
+        let targets = Targets {
+            switches: self.switches.iter().map(SwitchHandle::control).collect(),
+            links: self.links.clone(),
+            manager: self.control.as_ref().map(LabControl::manager_abort),
+        };
+        self.chaos = Some(ChaosRun::start(events, targets, mode_start));
+    }
+
+    /// Stops the faults: what each that struck this cluster did, and the
+    /// ones still to strike. [LAB-022]
+    pub(crate) fn finish_chaos(&mut self, mode: &str) -> (Vec<ChaosOutcome>, Vec<ChaosEvent>) {
+        match self.chaos.take() {
+            Some(c) => c.finish(mode, &self.completions),
+            None => (Vec::new(), Vec::new()),
+        }
     }
 
     /// Retransmissions and drops so far.
@@ -469,20 +517,22 @@ impl LabCluster {
 
 fn add_switch(t: &mut Totals, c: &SwitchCounters) {
     t.retransmissions += c.engine.tx_retransmits;
-    t.drops += c.engine.total_drops();
+    t.drops += c.engine_total_drops() + c.crash_dropped;
     t.sacks += c.engine.tx_sacks;
     t.cnps += c.engine.tx_cnps;
     for p in &c.ports {
-        t.drops += p.io.fault_lost + p.io.tx_dropped;
+        t.drops += p.io.fault_lost + p.io.tx_dropped + p.io.link_down_lost;
         t.ce_marks += p.io.ce_marked;
     }
 }
 
 fn add_comm(t: &mut Totals, s: &CommStats) {
     t.retransmissions += s.retransmissions;
-    t.drops += s.link.fault_lost + s.link.tx_dropped;
+    t.drops += s.link.fault_lost + s.link.tx_dropped + s.link.link_down_lost;
     t.ce_marks += s.link.ce_marked;
     t.sacks += s.sacks_tx;
     t.cnps += s.cnps_tx;
     t.rate_cuts += s.rate_cuts;
+    t.on_hosts += s.calls_recovered + s.calls_on_hosts;
+    t.recoveries += s.inc_recoveries;
 }

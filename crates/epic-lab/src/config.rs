@@ -8,7 +8,9 @@ use epic_control::request::TransportRequest;
 use epic_io::LinkFaults;
 use epic_proto::engine::Mode;
 use epic_proto::wire::{Collective, DataType, ReduceOp};
-use epic_topology::TreeSpec;
+use epic_topology::{IncTree, TreeSpec};
+
+use crate::chaos::{BadChaos, ChaosEvent};
 
 /// How the group runs its collectives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -216,6 +218,9 @@ pub struct LabConfig {
     /// and [`LabConfig::path_window`] (true, the default); false when the
     /// window was given (`--window`), which then runs as given. [LAB-016]
     pub window_from_path: bool,
+    /// Faults struck at chosen moments of each mode's sweep (`--chaos`),
+    /// in process. [LAB-020]
+    pub chaos: Vec<ChaosEvent>,
 }
 
 /// Frames of [`MAX_FRAME`](epic_io::MAX_FRAME) bytes a rated link
@@ -314,6 +319,7 @@ impl Default for LabConfig {
             transport: LabTransport::Auto,
             link_gbps: None,
             window_from_path: true,
+            chaos: Vec::new(),
         }
     }
 }
@@ -373,6 +379,9 @@ pub enum ConfigError {
     /// The link rate is not a positive number of Gbit/s.
     #[error("link rate {0} Gbit/s is not a positive number (at most 1,000,000)")]
     LinkRate(f64),
+    /// A `--chaos` fault names nothing of the topology. [LAB-020]
+    #[error(transparent)]
+    Chaos(#[from] BadChaos),
     /// An in-process setting with `--netns`. [LAB-015]
     #[error("{0} applies to the in-process links only; the namespace lab's veths run at the kernel's speed")]
     InProcessOnly(&'static str),
@@ -449,7 +458,26 @@ impl LabConfig {
                 return Err(ConfigError::Zero(what));
             }
         }
+        if !self.chaos.is_empty() && self.netns.is_some() {
+            return Err(ConfigError::InProcessOnly("--chaos"));
+        }
+        self.resolved_chaos()?;
         Ok(())
+    }
+
+    /// The `--chaos` faults with their targets found in the tree.
+    /// [LAB-020]
+    pub fn resolved_chaos(&self) -> Result<Vec<ChaosEvent>, ConfigError> {
+        if self.chaos.is_empty() {
+            return Ok(Vec::new());
+        }
+        let Ok(tree) = IncTree::new(self.topology) else {
+            return Ok(Vec::new());
+        };
+        self.chaos
+            .iter()
+            .map(|e| e.resolve(&tree).map_err(ConfigError::from))
+            .collect()
     }
 
     /// The worker threads a row of `bytes` runs on.

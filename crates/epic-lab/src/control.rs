@@ -219,6 +219,11 @@ impl LabControl {
         grant(&self.addr.to_string(), &self.token, tree, cfg, mode).await
     }
 
+    /// Kills the manager (not its agents), for `--chaos kill-manager`.
+    pub(crate) fn manager_abort(&self) -> tokio::task::AbortHandle {
+        self.server.abort_handle()
+    }
+
     /// Stops the agents and the manager.
     pub(crate) fn stop(&self) {
         for a in &self.agents {

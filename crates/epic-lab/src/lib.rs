@@ -12,6 +12,7 @@
 //!   backend (`epic bench link`), to read lab results against. [LAB-005]
 
 pub mod bench_link;
+pub mod chaos;
 mod cluster;
 mod config;
 mod control;

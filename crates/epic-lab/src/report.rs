@@ -57,6 +57,13 @@ pub struct Row {
     pub cnps: u64,
     /// Rate cuts the ranks' QPs took on CNPs during the row. [CC-115]
     pub rate_cuts: u64,
+    /// Calls of the row that ran on the host fallback because the group
+    /// had given up on the network ([COMM-056]): the ranks' counts summed
+    /// and divided by the ranks, rounded up. 0 without faults. [LAB-021]
+    pub fell_back: u64,
+    /// Times a rank gave up on the network during the row, summed over the
+    /// ranks (a group's recovery counts once per rank). [LAB-021]
+    pub recoveries: u64,
     /// The in-process links' rate, Gbit/s, when the run gave them one
     /// (absent otherwise). [LAB-015]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -68,7 +75,7 @@ pub struct Row {
 
 /// The fields of a JSON row, in order (`error` appears only on a failed
 /// row).
-pub const ROW_FIELDS: [&str; 19] = [
+pub const ROW_FIELDS: [&str; 21] = [
     "mode",
     "collective",
     "dtype",
@@ -88,6 +95,8 @@ pub const ROW_FIELDS: [&str; 19] = [
     "sacks",
     "cnps",
     "rate_cuts",
+    "fell_back",
+    "recoveries",
 ];
 
 /// The value at quantile `q` (0..=1) of `sorted` (nearest rank), 0 when
@@ -162,6 +171,13 @@ pub fn write_table_row(out: &mut impl Write, r: &Row) -> io::Result<()> {
         r.retransmissions,
         r.drops
     )?;
+    if r.fell_back > 0 || r.recoveries > 0 {
+        writeln!(
+            out,
+            "      fell back: {} call(s) on the hosts, {} rank recoveries",
+            r.fell_back, r.recoveries
+        )?;
+    }
     if let Some(e) = &r.error {
         writeln!(out, "      error: {e}")?;
     }
@@ -251,6 +267,8 @@ mod tests {
             sacks: 0,
             cnps: 0,
             rate_cuts: 0,
+            fell_back: 0,
+            recoveries: 0,
             link_gbps: None,
             error: None,
         }

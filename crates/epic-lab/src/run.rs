@@ -9,6 +9,7 @@ use epic_proto::wire::{Collective, DataType, ReduceOp};
 use epic_topology::IncTree;
 use half::{bf16, f16};
 
+use crate::chaos::ChaosOutcome;
 use crate::cluster::LabCluster;
 use crate::config::{LabConfig, LabMode};
 use crate::netns::{run_baseline, NetnsFaults, NetnsLab};
@@ -26,6 +27,9 @@ pub enum Event<'a> {
     },
     /// A row is complete.
     Row(&'a Row),
+    /// What a `--chaos` fault did in a mode's sweep, reported when the
+    /// cluster it struck stops. [LAB-022]
+    Chaos(&'a ChaosOutcome),
 }
 
 /// Iterations the whole sweep runs, warm-ups included (for a progress
@@ -127,16 +131,32 @@ pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, L
         }
         None => None,
     };
+    let chaos = cfg.resolved_chaos()?;
     for &mode in &cfg.modes {
         // The runtime, the configuration settled for it, and the cluster
         // on it.
         let mut current: Option<(tokio::runtime::Runtime, LabConfig, Option<LabCluster>)> = None;
+        // The faults strike once per mode, timed from its start; those a
+        // cluster stopped before go on to the mode's next one. [LAB-020]
+        let mut pending = chaos.clone();
+        let mode_start = Instant::now();
+        let stop = |rt: &tokio::runtime::Runtime,
+                    mut c: LabCluster,
+                    on: &mut dyn FnMut(Event<'_>),
+                    pending: &mut Vec<_>| {
+            let (done, left) = c.finish_chaos(mode.name());
+            for o in &done {
+                on(Event::Chaos(o));
+            }
+            pending.extend(left);
+            rt.block_on(c.shutdown());
+        };
         for (collective, elements) in cfg.points() {
             let case = Case::new(collective, cfg.dtype, cfg.op, cfg.root, ranks, elements);
             let threads = cfg.threads_for(case.bytes);
             if current.as_ref().map(|(_, rc, _)| rc.threads) != Some(threads) {
                 if let Some((rt, _, Some(c))) = current.take() {
-                    rt.block_on(c.shutdown());
+                    stop(&rt, c, on, &mut pending);
                 }
                 let rc = cfg.resolved_for(threads, mode);
                 current = Some((runtime(&rc)?, rc, None));
@@ -146,7 +166,12 @@ pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, L
             };
             let c = match cluster.take() {
                 Some(c) => c,
-                None => rt.block_on(LabCluster::start(rc, mode, net.as_mut()))?,
+                None => {
+                    let mut c = rt.block_on(LabCluster::start(rc, mode, net.as_mut()))?;
+                    let _guard = rt.enter();
+                    c.start_chaos(&std::mem::take(&mut pending), mode_start);
+                    c
+                }
             };
             let (c, row) = rt.block_on(measure(rc, mode, c, &case, on));
             on(Event::Row(&row));
@@ -154,12 +179,15 @@ pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, L
             if row.error.is_none() {
                 *cluster = Some(c);
             } else {
-                rt.block_on(c.shutdown());
+                stop(rt, c, on, &mut pending);
             }
             rows.push(row);
         }
         if let Some((rt, _, Some(c))) = current.take() {
-            rt.block_on(c.shutdown());
+            stop(&rt, c, on, &mut pending);
+        }
+        for e in &pending {
+            on(Event::Chaos(&ChaosOutcome::not_reached(mode.name(), e)));
         }
     }
     if let (Some(net), Some(o)) = (net.as_mut(), cfg.netns.as_ref()) {
@@ -257,6 +285,8 @@ async fn measure(
         sacks: delta.sacks,
         cnps: delta.cnps,
         rate_cuts: delta.rate_cuts,
+        fell_back: delta.on_hosts.div_ceil(u64::from(cfg.ranks()).max(1)),
+        recoveries: delta.recoveries,
         link_gbps: cfg.link_gbps,
         error,
     };
@@ -424,7 +454,10 @@ async fn typed_iteration<E: Element>(
     }
     match failure {
         Some(f) => Err(f),
-        None => Ok((end.duration_since(start), outputs)),
+        None => {
+            cluster.completions.push(end);
+            Ok((end.duration_since(start), outputs))
+        }
     }
 }
 

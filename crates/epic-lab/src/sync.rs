@@ -5,10 +5,11 @@
 //! interleaving of the code that ships.
 //!
 //! What goes through it: the teardown registry shared by the namespace
-//! lab and its signal thread (`netns::teardown`, loom-tested), and the
+//! lab and its signal thread (`netns::teardown`, loom-tested), the
 //! link benchmark's failure flag and start/stop channels between its two
 //! threads (`bench_link`, whose threads do socket I/O in namespaces and
-//! so are not loom-driven).
+//! so are not loom-driven), and the log of when `--chaos` faults struck
+//! (`chaos`, written by the faults' task and read once it is stopped).
 //!
 //! The cfg is `epic_loom`, not `loom`: tokio reads `cfg(loom)` itself and
 //! compiles out `tokio::net` and `tokio::signal` under it, so a

@@ -23,11 +23,14 @@ fn small(faults: LinkFaults) -> LabConfig {
 fn run_all(cfg: &LabConfig) -> Vec<Row> {
     let mut iterations = 0u64;
     let mut streamed = 0usize;
+    let mut chaos = 0usize;
     let rows = run(cfg, &mut |ev| match ev {
         Event::Iteration { .. } => iterations += 1,
         Event::Row(_) => streamed += 1,
+        Event::Chaos(_) => chaos += 1,
     })
     .unwrap();
+    assert_eq!(chaos, 0, "no chaos was asked for");
     assert_eq!(iterations, epic_lab::total_iterations(cfg));
     assert_eq!(streamed, rows.len());
     rows

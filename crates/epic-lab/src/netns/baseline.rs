@@ -90,6 +90,8 @@ pub(crate) fn run_baseline(
                 sacks: 0,
                 cnps: 0,
                 rate_cuts: 0,
+                fell_back: 0,
+                recoveries: 0,
                 link_gbps: None,
                 error: (!m.correct).then(|| "an MPI rank's output was wrong".to_string()),
             }
