@@ -207,7 +207,8 @@ pub(crate) fn check_frame(
 /// The counters of a frame that reached a Mode I edge's RC endpoint: no
 /// drop reason decided before dispatch, `rx_acks` exactly for an ACK/NAK,
 /// and a request acted on at most once (its message's completion as data
-/// or control, or a `transport` / `bad_control` drop). [M1-040] [ENG-060]
+/// or control, or a `transport` / `bad_control` drop, or a refusal of a
+/// foreign immediate, [M1-041]). [M1-040] [ENG-060]
 fn check_frame1(
     before: &EngineCounters,
     after: &EngineCounters,
@@ -223,7 +224,12 @@ fn check_frame1(
         "Mode I: a frame for an edge is NotEpic"
     );
     assert_eq!(d(|c| c.rx_not_epic), 0, "Mode I: rx_not_epic");
-    for r in BEFORE_DISPATCH.iter().filter(|r| **r != R::BadControl) {
+    // A foreign immediate reaches the edge and is refused there, under
+    // `unsupported_opcode` as Modes II and III count it. [M1-041]
+    for r in BEFORE_DISPATCH
+        .iter()
+        .filter(|r| !matches!(**r, R::BadControl | R::UnsupportedOpcode))
+    {
         assert_eq!(
             dr(*r),
             0,
@@ -231,7 +237,11 @@ fn check_frame1(
         );
     }
     let ack = RoceFrame::parse(bytes).is_ok_and(|f| f.bth.opcode == Opcode::RcAcknowledge);
-    let acted = d(|c| c.rx_data) + d(|c| c.rx_control) + dr(R::Transport) + dr(R::BadControl);
+    let acted = d(|c| c.rx_data)
+        + d(|c| c.rx_control)
+        + dr(R::Transport)
+        + dr(R::BadControl)
+        + dr(R::UnsupportedOpcode);
     if ack {
         assert_eq!(d(|c| c.rx_acks), 1, "Mode I: an ACK/NAK not counted once");
         assert_eq!(
@@ -359,9 +369,11 @@ impl Harness {
                             // Switches add only the denied mark of an
                             // acquire Barrier. [TMX-011]
                             assert!(
-                                !h.flags.denied || i.h.flags.lock(i.h.collective).is_some_and(
-                                    |l| matches!(l, epic_proto::wire::LockRequest::Acquire { .. })
-                                ),
+                                !h.flags.denied
+                                    || i.h.flags.lock(i.h.collective).is_some_and(|l| matches!(
+                                        l,
+                                        epic_proto::wire::LockRequest::Acquire { .. }
+                                    )),
                                 "echo at {psn} denied without an acquire"
                             );
                             let mut h = h;
@@ -499,7 +511,10 @@ impl Harness {
         let data = f.epic.is_none()
             && matches!(
                 f.bth.opcode,
-                Opcode::RcSendFirst | Opcode::RcSendMiddle | Opcode::RcSendLast | Opcode::RcSendOnly
+                Opcode::RcSendFirst
+                    | Opcode::RcSendMiddle
+                    | Opcode::RcSendLast
+                    | Opcode::RcSendOnly
             );
         let group = self.ctxs[ci].cfg.group;
         let placed = self
