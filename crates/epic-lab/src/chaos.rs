@@ -1,12 +1,16 @@
 //! Faults the lab injects at chosen moments of each mode's sweep
 //! (`--chaos`): a switch killed and restarted without its contexts, a link
-//! taken down and brought back, the manager killed. The report says, per
-//! fault, when it struck and how long the group took to complete a call
-//! again. [LAB-020]…[LAB-022]
+//! taken down and brought back, the manager killed; in process (the
+//! switch's task, the in-memory link, the manager's server task) and on
+//! namespaces (SIGKILL of the `epic switch` or `epic manager` process and
+//! a new one, `ip link set … down`). The report says, per fault, when it
+//! struck and how long the group took to complete a call again.
+//! [LAB-020]…[LAB-022]
 //!
 //! `--chaos kill-switch:leaf1@200ms,link-down:spine-leaf0@1s+300ms,kill-manager@500ms`:
-//! `@` the moment, after the mode's cluster started; `+` how long the
-//! switch stays dead or the link down (default [`DEFAULT_DOWN`]).
+//! `@` the moment, after the mode's first cluster is up; `+` how long the
+//! switch or manager stays dead or the link down (default
+//! [`DEFAULT_DOWN`]).
 //! Switches are `switchN` (the tree's numbering), or on a three-level tree
 //! `spine` and `leafN` (the N-th switch above the ranks); link ends are
 //! switches or `rankN`.
@@ -19,6 +23,8 @@ use epic_topology::{IncTree, PortPeer};
 use incengine::SwitchControl;
 use tokio::task::{AbortHandle, JoinHandle};
 
+use crate::netns::cmd::ip_in;
+use crate::netns::{ManagerProc, SwitchRestart};
 use crate::sync::{Arc, Mutex, PoisonError};
 
 /// How long a killed switch stays dead, or a link down, when the fault
@@ -43,7 +49,8 @@ pub enum Fault {
     /// The link between the two carries nothing for the down time.
     /// [LAB-020]
     LinkDown(Node, Node),
-    /// The manager dies; the ranks carry on. [LAB-020]
+    /// The manager dies (on namespaces: SIGKILL, started again on its
+    /// store after the down time); the ranks carry on. [LAB-020]
     KillManager,
 }
 
@@ -82,11 +89,7 @@ impl fmt::Display for ChaosEvent {
         } else {
             format!(":{}", self.name)
         };
-        write!(f, "{kind}{target}@{}", ms(self.at))?;
-        if !matches!(self.fault, Fault::KillManager) {
-            write!(f, "+{}", ms(self.down))?;
-        }
-        Ok(())
+        write!(f, "{kind}{target}@{}+{}", ms(self.at), ms(self.down))
     }
 }
 
@@ -284,16 +287,50 @@ impl fmt::Display for ChaosOutcome {
     }
 }
 
+/// A switch a fault can kill.
+#[derive(Debug, Clone)]
+pub(crate) enum SwitchTarget {
+    /// An in-process switch: crash-restarted by its task.
+    Task(SwitchControl),
+    /// An `epic switch` process on namespaces: SIGKILL, then started
+    /// again.
+    Process(SwitchRestart),
+}
+
+/// A link a fault can take down.
+#[derive(Debug, Clone)]
+pub(crate) enum LinkTarget {
+    /// An in-memory link.
+    Mem(LinkControl),
+    /// A veth pair on namespaces, by one end (`ip link set … down`).
+    Veth {
+        /// The namespace of that end.
+        ns: String,
+        /// The interface.
+        iface: String,
+    },
+}
+
+/// The manager a fault can kill.
+#[derive(Debug, Clone)]
+pub(crate) enum ManagerTarget {
+    /// The in-process manager's server task: stopped.
+    Task(AbortHandle),
+    /// The `epic manager serve` process: SIGKILL, then started again on
+    /// the same store.
+    Process(Arc<Mutex<ManagerProc>>),
+}
+
 /// What a running cluster offers the faults: its switches, its links
 /// and its manager.
 #[derive(Debug, Default)]
 pub(crate) struct Targets {
-    /// The in-process switches, by the tree's index.
-    pub(crate) switches: Vec<SwitchControl>,
+    /// The switches, by the tree's index.
+    pub(crate) switches: Vec<SwitchTarget>,
     /// Every link, by its two ends.
-    pub(crate) links: Vec<(Node, Node, LinkControl)>,
-    /// Kills the in-process manager.
-    pub(crate) manager: Option<AbortHandle>,
+    pub(crate) links: Vec<(Node, Node, LinkTarget)>,
+    /// The manager.
+    pub(crate) manager: Option<ManagerTarget>,
 }
 
 /// The faults of one cluster, striking on their own task.
@@ -394,37 +431,74 @@ impl Drop for ChaosRun {
     }
 }
 
-/// Does what `e` says to `targets`.
+/// Does what `e` says to `targets`. The down time runs on a task of its
+/// own, so that the next fault strikes on time.
 async fn strike(e: &ChaosEvent, targets: &Targets) {
+    let down = e.down;
+    let name = e.to_string();
     match e.fault {
-        Fault::KillSwitch(Node::Switch(i)) => {
-            if let Some(s) = targets.switches.get(i) {
-                if let Err(err) = s.crash(e.down).await {
-                    tracing::warn!(event = %e, %err, "the switch could not be killed");
+        Fault::KillSwitch(Node::Switch(i)) => match targets.switches.get(i) {
+            Some(SwitchTarget::Task(s)) => {
+                if let Err(err) = s.crash(down).await {
+                    tracing::warn!(event = %name, %err, "the switch could not be killed");
                 }
             }
-        }
+            Some(SwitchTarget::Process(p)) => {
+                let p = p.clone();
+                tokio::task::spawn_blocking(move || {
+                    p.kill();
+                    std::thread::sleep(down);
+                    if let Err(err) = p.restart() {
+                        tracing::error!(event = %name, %err, "the switch did not start again");
+                    }
+                });
+            }
+            None => {}
+        },
         Fault::KillSwitch(Node::Rank(_)) => {}
         Fault::LinkDown(a, b) => {
             let link = targets
                 .links
                 .iter()
                 .find(|(x, y, _)| (*x, *y) == (a, b) || (*x, *y) == (b, a));
-            if let Some((_, _, l)) = link {
-                l.set_up(false);
-                let l = l.clone();
-                let down = e.down;
-                tokio::spawn(async move {
-                    tokio::time::sleep(down).await;
-                    l.set_up(true);
+            match link.map(|(_, _, l)| l.clone()) {
+                Some(LinkTarget::Mem(l)) => {
+                    l.set_up(false);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(down).await;
+                        l.set_up(true);
+                    });
+                }
+                Some(LinkTarget::Veth { ns, iface }) => {
+                    tokio::task::spawn_blocking(move || {
+                        let set = |state: &str| {
+                            if let Err(err) = ip_in(&ns, &["link", "set", &iface, state]) {
+                                tracing::error!(event = %name, %err, "ip link set {state}");
+                            }
+                        };
+                        set("down");
+                        std::thread::sleep(down);
+                        set("up");
+                    });
+                }
+                None => {}
+            }
+        }
+        Fault::KillManager => match &targets.manager {
+            Some(ManagerTarget::Task(m)) => m.abort(),
+            Some(ManagerTarget::Process(m)) => {
+                let m = Arc::clone(m);
+                tokio::task::spawn_blocking(move || {
+                    let mut m = m.lock().unwrap_or_else(PoisonError::into_inner);
+                    m.kill();
+                    std::thread::sleep(down);
+                    if let Err(err) = m.restart() {
+                        tracing::error!(event = %name, %err, "the manager did not start again");
+                    }
                 });
             }
-        }
-        Fault::KillManager => {
-            if let Some(m) = &targets.manager {
-                m.abort();
-            }
-        }
+            None => {}
+        },
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use commlib::{CommConfig, CommStats, Communicator, IncSetup};
 use epic_control::request::TransportProfile;
 use epic_io::capture::{CaptureError, CapturePorts};
-use epic_io::{Clock, FramePorts, LinkControl, MemFabric, MemNodeId, MemPorts};
+use epic_io::{Clock, FramePorts, MemFabric, MemNodeId, MemPorts};
 use epic_proto::cc::EcnConfig;
 use epic_proto::engine::{EngineConfig, Mode};
 use epic_proto::roce::{Mtu, Transport};
@@ -17,11 +17,14 @@ use epic_proto::Psn;
 use epic_topology::{host_qpn, switch_qpn, IncTree, PortPeer};
 use incengine::{Route, SwitchCounters, SwitchHandle, SwitchSpec};
 
-use crate::chaos::{ChaosEvent, ChaosOutcome, ChaosRun, Node, Targets};
+use crate::chaos::{
+    ChaosEvent, ChaosOutcome, ChaosRun, LinkTarget, ManagerTarget, Node, SwitchTarget, Targets,
+};
 use crate::config::{LabConfig, LabMode};
 use crate::control::{grant, lab_topology, LabControl};
 use crate::netns::{ManagerProc, NetnsLab, SwitchProcs};
 use crate::run::OutputBuffers;
+use crate::sync::{Arc, Mutex};
 use crate::{BuildError, LabError};
 
 /// The group every lab cluster runs.
@@ -75,15 +78,17 @@ pub(crate) struct LabCluster {
     pub(crate) comms: Vec<Communicator>,
     /// The in-process manager and agents (INC modes in process).
     control: Option<LabControl>,
-    /// The manager process of a namespace run (INC modes).
-    manager: Option<ManagerProc>,
+    /// The manager process of a namespace run (INC modes), shared with
+    /// `--chaos kill-manager`.
+    manager: Option<Arc<Mutex<ManagerProc>>>,
     /// The ranks' output buffers, reused from call to call.
     pub(crate) buffers: OutputBuffers,
     /// The transport profile the ranks run (what the manager granted, or
     /// the host fallback's). [LAB-013]
     pub(crate) transport: TransportProfile,
-    /// Every in-process link, by its two ends (none on namespaces).
-    links: Vec<(Node, Node, LinkControl)>,
+    /// Every link, by its two ends: the in-memory links, or the veth
+    /// pairs by their switch end.
+    links: Vec<(Node, Node, LinkTarget)>,
     /// The faults striking this cluster, if any. [LAB-020]
     chaos: Option<ChaosRun>,
     /// When each call every rank completed ended. [LAB-022]
@@ -319,6 +324,7 @@ impl LabCluster {
         };
         let clock = Clock::new();
         let dir = cfg.capture.as_deref();
+        let links = veth_links(net)?;
         let mut comms = Vec::new();
         for r in 0..tree.hosts.len() {
             let p = maybe_capture(net.bind_rank(r)?, dir, &format!("rank{r}"))?;
@@ -332,10 +338,10 @@ impl LabCluster {
             procs: Some(procs),
             comms,
             control: None,
-            manager,
+            manager: manager.map(|m| Arc::new(Mutex::new(m))),
             buffers: OutputBuffers::default(),
             transport: ran(cfg, &setups),
-            links: Vec::new(),
+            links,
             chaos: None,
             completions: Vec::new(),
         })
@@ -381,7 +387,7 @@ impl LabCluster {
                 fab.connect(a, b, cfg.faults).map_err(BuildError::Fabric)?;
                 // Every link can be taken down by `--chaos`. [LAB-020]
                 if let Some(l) = fab.link_control(a) {
-                    links.push((Node::Switch(i), far, l));
+                    links.push((Node::Switch(i), far, LinkTarget::Mem(l)));
                 }
             }
         }
@@ -452,10 +458,25 @@ impl LabCluster {
         if events.is_empty() {
             return;
         }
+        let switches = match &self.procs {
+            Some(p) => (0..usize::MAX)
+                .map_while(|i| p.restarter(i).map(SwitchTarget::Process))
+                .collect(),
+            None => self
+                .switches
+                .iter()
+                .map(|s| SwitchTarget::Task(s.control()))
+                .collect(),
+        };
+        let manager = match (&self.manager, &self.control) {
+            (Some(m), _) => Some(ManagerTarget::Process(Arc::clone(m))),
+            (None, Some(c)) => Some(ManagerTarget::Task(c.manager_abort())),
+            (None, None) => None,
+        };
         let targets = Targets {
-            switches: self.switches.iter().map(SwitchHandle::control).collect(),
+            switches,
             links: self.links.clone(),
-            manager: self.control.as_ref().map(LabControl::manager_abort),
+            manager,
         };
         self.chaos = Some(ChaosRun::start(events, targets, mode_start));
     }
@@ -513,6 +534,29 @@ impl LabCluster {
         drop(self.procs);
         drop(self.manager);
     }
+}
+
+/// The namespace lab's links by their two ends, each taken down at its
+/// switch end. [LAB-020]
+fn veth_links(net: &NetnsLab) -> Result<Vec<(Node, Node, LinkTarget)>, LabError> {
+    let tree = &net.topo.tree;
+    let mut links = Vec::new();
+    for (i, s) in tree.switches.iter().enumerate() {
+        let ns = net.topo.ns_of_switch(i)?;
+        for (p, peer) in s.ports.iter().enumerate() {
+            let far = match *peer {
+                PortPeer::Host(r) => Node::Rank(r),
+                PortPeer::Switch(o, _) if o > i => Node::Switch(o),
+                PortPeer::Switch(..) => continue,
+            };
+            let end = LinkTarget::Veth {
+                ns: ns.clone(),
+                iface: crate::netns::topo::port_iface(p),
+            };
+            links.push((Node::Switch(i), far, end));
+        }
+    }
+    Ok(links)
 }
 
 fn add_switch(t: &mut Totals, c: &SwitchCounters) {

@@ -219,7 +219,7 @@ pub struct LabConfig {
     /// window was given (`--window`), which then runs as given. [LAB-016]
     pub window_from_path: bool,
     /// Faults struck at chosen moments of each mode's sweep (`--chaos`),
-    /// in process. [LAB-020]
+    /// in process and on namespaces. [LAB-020]
     pub chaos: Vec<ChaosEvent>,
 }
 
@@ -457,9 +457,6 @@ impl LabConfig {
             if v == 0 {
                 return Err(ConfigError::Zero(what));
             }
-        }
-        if !self.chaos.is_empty() && self.netns.is_some() {
-            return Err(ConfigError::InProcessOnly("--chaos"));
         }
         self.resolved_chaos()?;
         Ok(())

@@ -136,10 +136,12 @@ pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, L
         // The runtime, the configuration settled for it, and the cluster
         // on it.
         let mut current: Option<(tokio::runtime::Runtime, LabConfig, Option<LabCluster>)> = None;
-        // The faults strike once per mode, timed from its start; those a
-        // cluster stopped before go on to the mode's next one. [LAB-020]
+        // The faults strike once per mode, timed from when its first
+        // cluster is up; those a cluster stopped before go on to the
+        // mode's next one. [LAB-020]
         let mut pending = chaos.clone();
-        let mode_start = Instant::now();
+        // Set when the mode's first cluster is up.
+        let mut mode_start: Option<Instant> = None;
         let stop = |rt: &tokio::runtime::Runtime,
                     mut c: LabCluster,
                     on: &mut dyn FnMut(Event<'_>),
@@ -168,8 +170,9 @@ pub fn run(cfg: &LabConfig, on: &mut dyn FnMut(Event<'_>)) -> Result<Vec<Row>, L
                 Some(c) => c,
                 None => {
                     let mut c = rt.block_on(LabCluster::start(rc, mode, net.as_mut()))?;
+                    let since = *mode_start.get_or_insert_with(Instant::now);
                     let _guard = rt.enter();
-                    c.start_chaos(&std::mem::take(&mut pending), mode_start);
+                    c.start_chaos(&std::mem::take(&mut pending), since);
                     c
                 }
             };

@@ -26,6 +26,54 @@ pub(crate) struct ManagerProc {
     pub(crate) token_file: PathBuf,
     /// The token.
     pub(crate) token: String,
+    launch: ManagerLaunch,
+    log: PathBuf,
+    /// Times it was started again.
+    restarts: u32,
+}
+
+/// How the manager process is started.
+#[derive(Debug, Clone)]
+struct ManagerLaunch {
+    exe: PathBuf,
+    sock: PathBuf,
+    db: PathBuf,
+    token_file: PathBuf,
+    policy: manager::Policy,
+}
+
+impl ManagerLaunch {
+    /// `unix:PATH`.
+    fn address(&self) -> String {
+        format!("unix:{}", self.sock.display())
+    }
+
+    /// Starts `exe manager serve`, its output into `log`.
+    fn spawn(&self, log: &Path) -> Result<Child, NetnsError> {
+        let io = |source: std::io::Error| NetnsError::Io {
+            path: log.to_path_buf(),
+            source,
+        };
+        let out = File::create(log).map_err(io)?;
+        let err = out.try_clone().map_err(io)?;
+        let child = Command::new(&self.exe)
+            .args(["manager", "serve", "--listen", &self.address(), "--db"])
+            .arg(&self.db)
+            .arg("--token-file")
+            .arg(&self.token_file)
+            .args(["--heartbeat-ms", "200", "--heartbeat-timeout-ms", "5000"])
+            .args(["--policy", self.policy.name()])
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| NetnsError::Switch {
+                name: "manager".into(),
+                message: format!("cannot start {}: {e}", self.exe.display()),
+            })?;
+        teardown::add_pid(child.id());
+        Ok(child)
+    }
 }
 
 impl ManagerProc {
@@ -48,38 +96,36 @@ impl ManagerProc {
         let _ = std::fs::remove_file(&db);
         let token = format!("lab-{}-{tag}", std::process::id());
         std::fs::write(&token_file, format!("{token}\n")).map_err(|e| io(&token_file, e))?;
-        let out = File::create(&log).map_err(|e| io(&log, e))?;
-        let err = out.try_clone().map_err(|e| io(&log, e))?;
-        let address = format!("unix:{}", sock.display());
-        let child = Command::new(exe)
-            .args(["manager", "serve", "--listen", &address, "--db"])
-            .arg(&db)
-            .arg("--token-file")
-            .arg(&token_file)
-            .args(["--heartbeat-ms", "200", "--heartbeat-timeout-ms", "5000"])
-            .args(["--policy", policy.name()])
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|e| NetnsError::Switch {
-                name: "manager".into(),
-                message: format!("cannot start {}: {e}", exe.display()),
-            })?;
-        teardown::add_pid(child.id());
+        let launch = ManagerLaunch {
+            exe: exe.to_path_buf(),
+            sock,
+            db,
+            token_file: token_file.clone(),
+            policy,
+        };
+        let child = launch.spawn(&log)?;
         let mut m = ManagerProc {
             child,
-            address,
+            address: launch.address(),
             token_file,
             token,
+            launch,
+            log,
+            restarts: 0,
         };
+        m.wait_ready()?;
+        Ok(m)
+    }
+
+    /// Waits until the process listens.
+    fn wait_ready(&mut self) -> Result<(), NetnsError> {
         let until = Instant::now() + Duration::from_secs(10);
         loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
             if text.contains(READY) {
-                return Ok(m);
+                return Ok(());
             }
-            let exited = m.child.try_wait().ok().flatten();
+            let exited = self.child.try_wait().ok().flatten();
             if exited.is_some() || Instant::now() > until {
                 return Err(NetnsError::Switch {
                     name: "manager".into(),
@@ -88,6 +134,35 @@ impl ManagerProc {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// Kills the process with SIGKILL (nothing of it runs its shutdown)
+    /// and reaps it. [LAB-020]
+    pub(crate) fn kill(&mut self) {
+        if teardown::forget_pid(self.child.id()) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// Starts the manager again on the same socket, store and token (its
+    /// output in `<tag>-manager-restart<N>.log`), and waits until it
+    /// listens: what it had stored it has again. [LAB-020] [MGR-062]
+    pub(crate) fn restart(&mut self) -> Result<(), NetnsError> {
+        self.restarts += 1;
+        let stem = self
+            .log
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let log = self
+            .log
+            .with_file_name(format!("{stem}-restart{}.log", self.restarts));
+        // The dead process left its socket file behind.
+        let _ = std::fs::remove_file(&self.launch.sock);
+        self.child = self.launch.spawn(&log)?;
+        self.log = log;
+        self.wait_ready()
     }
 
     /// The `[manager]` section of switch `s` of `tree`: this manager, and

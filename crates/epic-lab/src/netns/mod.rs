@@ -26,7 +26,7 @@ pub(crate) use faults::NetnsFaults;
 pub(crate) use lab::NetnsLab;
 pub(crate) use manager::ManagerProc;
 pub use mpi::{InvalidMpiRun, MpiError};
-pub(crate) use switches::SwitchProcs;
+pub(crate) use switches::{SwitchProcs, SwitchRestart};
 
 /// Why the namespace lab could not be built or run.
 #[derive(Debug, thiserror::Error)]

@@ -134,6 +134,12 @@ pub(crate) fn add_pid(pid: u32) {
     }
 }
 
+/// Forgets `pid` without signalling it: true when the caller may stop it
+/// itself, false when the signal thread has it. [LAB-020]
+pub(crate) fn forget_pid(pid: u32) -> bool {
+    registry().take_pid(pid)
+}
+
 /// Stops `pid` (SIGTERM, then SIGKILL after `grace`) and forgets it,
 /// unless the signal thread has it.
 pub(crate) fn stop_pid(pid: u32, grace: Duration) {
