@@ -12,6 +12,7 @@ use netsim::{Node, PortId};
 use crate::case::{Direction, Fault, FaultAction, Injection};
 use crate::dut::Dut;
 use crate::frames;
+use crate::tmx::{self, TenantHandle};
 use crate::trace::{Event, Origin, Trace};
 
 /// How long a delayed frame waits for the next frame to overtake it.
@@ -45,6 +46,8 @@ pub struct Boundary {
     ready_out: VecDeque<(u16, Vec<u8>)>,
     trace: Rc<RefCell<Trace>>,
     scratch: Vec<u8>,
+    /// The second tenant of a shared block, if the case has one.
+    tenant: Option<TenantHandle>,
 }
 
 impl Boundary {
@@ -68,7 +71,82 @@ impl Boundary {
             ready_out: VecDeque::new(),
             trace,
             scratch: vec![0; netsim::MAX_FRAME_LEN],
+            tenant: None,
         }
+    }
+
+    /// Plays the second tenant of the DUT's shared block through `io`.
+    /// [TMX-010]
+    pub fn with_tenant(mut self, io: TenantHandle) -> Boundary {
+        self.tenant = Some(io);
+        self
+    }
+
+    /// Delivers the tenant's queued frames, and notes the DUT's counters.
+    fn tenant_in(&mut self, now: Instant) {
+        let Some(io) = self.tenant.clone() else {
+            return;
+        };
+        let queued = std::mem::take(&mut io.borrow_mut().queue);
+        for (port, f) in queued {
+            tmx::record(&self.trace, now, port, Direction::In, &f);
+            self.dut.handle_frame(now, PortId(port), &f);
+            self.note_failure();
+        }
+        io.borrow_mut().not_granted = self.dut.not_granted();
+    }
+
+    /// Keeps the group's inbound release frames for a late duplicate.
+    /// [TMX-013]
+    fn keep_release(&mut self, port: u16, frame: &[u8]) {
+        let Some(io) = &self.tenant else { return };
+        let mut io = io.borrow_mut();
+        let Some(late) = io.late.as_mut().filter(|l| !l.fired) else {
+            return;
+        };
+        if tmx::group_header(frame).is_some_and(|h| h.flags.release) {
+            late.releases.push((port, frame.to_vec()));
+        }
+    }
+
+    /// After the DUT sent `frame`: when it is the acquire of a later call
+    /// than the first, the kept releases come again, then the tenant's
+    /// acquire. [TMX-013]
+    fn late_release(&mut self, now: Instant, frame: &[u8]) {
+        let Some(io) = self.tenant.clone() else {
+            return;
+        };
+        let Some(h) = tmx::group_header(frame).filter(|h| h.flags.acquire) else {
+            return;
+        };
+        let (releases, probe) = {
+            let mut io = io.borrow_mut();
+            let Some(late) = io.late.as_mut().filter(|l| !l.fired) else {
+                return;
+            };
+            let first = *late.first_acquire.get_or_insert(h.invocation);
+            if first == h.invocation || late.releases.is_empty() {
+                return;
+            }
+            late.fired = true;
+            (
+                std::mem::take(&mut late.releases),
+                std::mem::take(&mut late.probe),
+            )
+        };
+        self.trace.borrow_mut().late_release_fired = true;
+        for (port, f) in releases {
+            self.deliver(now, port, &f, Origin::Duplicate);
+        }
+        io.borrow_mut().queue.extend(probe);
+        self.tenant_in(now);
+    }
+
+    /// Whether the DUT sent `frame` to a tenant rank.
+    fn tenant_bound(&self, frame: &[u8]) -> bool {
+        self.tenant
+            .as_ref()
+            .is_some_and(|io| io.borrow().is_tenant_bound(frame))
     }
 
     /// The scheduled fault that picks this frame, counting it for every
@@ -167,6 +245,13 @@ impl Boundary {
 impl Node for Boundary {
     fn handle_frame(&mut self, now: Instant, port: PortId, frame: &[u8]) {
         let port = port.0;
+        self.tenant_in(now);
+        // What the reference's switches send the second tenant's ranks
+        // (it holds a block at the root too) is not the DUT's. [TMX-011]
+        if self.tenant_bound(frame) {
+            return;
+        }
+        self.keep_release(port, frame);
         let (after, before): (Vec<_>, Vec<_>) = self
             .injections_for(port, frame)
             .into_iter()
@@ -199,6 +284,7 @@ impl Node for Boundary {
     }
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(PortId, usize)> {
+        self.tenant_in(now);
         loop {
             if let Some((port, f)) = self.ready_out.pop_front() {
                 let dst = buf.get_mut(..f.len())?;
@@ -208,6 +294,10 @@ impl Node for Boundary {
             let (PortId(port), n) = self.dut.poll_transmit(now, &mut self.scratch)?;
             self.note_failure();
             let frame = self.scratch.get(..n)?.to_vec();
+            if self.tenant_bound(&frame) {
+                tmx::record(&self.trace, now, port, Direction::Out, &frame);
+                continue;
+            }
             self.trace.borrow_mut().events.push(Event {
                 time: now,
                 port,
@@ -215,6 +305,7 @@ impl Node for Boundary {
                 frame: frame.clone(),
                 origin: Origin::Tree,
             });
+            self.late_release(now, &frame);
             match self.fault_for(port, Direction::Out, &frame) {
                 Some(FaultAction::Drop) => {}
                 Some(FaultAction::Duplicate) => {
@@ -249,6 +340,7 @@ impl Node for Boundary {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
+        self.tenant_in(now);
         self.release_in(now, None);
         self.release_out(now, None);
         if self.dut.poll_timeout().is_some_and(|t| t <= now) {

@@ -51,6 +51,11 @@ pub struct Case {
     /// Malformed or hostile frames the harness sends the DUT.
     #[serde(default, rename = "inject", skip_serializing_if = "Vec::is_empty")]
     pub injections: Vec<Injection>,
+    /// The group's context in a block shared with a second tenant the
+    /// harness plays (temporal multiplexing); none: a block of its own.
+    /// [TMX-001]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<crate::tmx::SharedBlock>,
     /// What a conforming DUT does.
     #[serde(default)]
     pub expect: Expect,
@@ -81,13 +86,16 @@ pub enum Family {
     /// Selective retransmission: SACKs at the switch, and a go-back-N-only
     /// device refusing an SR group. [SR-030]…[SR-036]
     Sr,
+    /// A block shared with a second tenant: acquire, deny, release, a
+    /// late duplicate release, data without the block. [TMX-010]…[TMX-013]
+    Shared,
     /// A random scenario found by `epic conformance explore`.
     Explored,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 11] = [
+    pub const ALL: [Family; 12] = [
         Family::Clean,
         Family::Loss,
         Family::Reorder,
@@ -98,6 +106,7 @@ impl Family {
         Family::Malformed,
         Family::Install,
         Family::Sr,
+        Family::Shared,
         Family::Explored,
     ];
 
@@ -114,6 +123,7 @@ impl Family {
             Family::Malformed => "malformed",
             Family::Install => "install",
             Family::Sr => "sr",
+            Family::Shared => "shared",
             Family::Explored => "explored",
         }
     }
@@ -578,6 +588,12 @@ pub enum Expect {
     Complete,
     /// Refuses the context at install.
     Refused,
+    /// Installs the context and denies the group's acquire: every rank's
+    /// call ends denied, having sent no data. [TMX-011]
+    Denied,
+    /// Installs the context and drops the call's data (the group does not
+    /// hold its shared block): the call does not complete. [TMX-012]
+    Dropped,
 }
 
 /// A case file that cannot be used.
@@ -732,6 +748,13 @@ impl Case {
         }
         if !(0.0..=0.5).contains(&t.link_loss) {
             return Err(self.invalid("transport.link_loss: in 0 … 0.5"));
+        }
+        match &self.shared {
+            Some(sh) => crate::tmx::validate(self, sh).map_err(|m| self.invalid(m))?,
+            None if matches!(self.expect, Expect::Denied | Expect::Dropped) => {
+                return Err(self.invalid("expect denied or dropped: only with [shared]"));
+            }
+            None => {}
         }
         for f in &self.faults {
             if f.port >= ports {

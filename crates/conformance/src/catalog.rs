@@ -3,6 +3,8 @@
 //! stimulus pcaps the reference run gives the DUT; a test keeps them
 //! equal. [CONF-007]
 
+use crate::tmx::{SharedBlock, TenantScript};
+
 use crate::case::{
     Call, Capabilities, Case, CollectiveName, Corruption, Direction, DtypeName, DutRole, Expect,
     Family, Fault, FaultAction, FrameClass, Injection, OpName, Profile, Transport,
@@ -56,6 +58,7 @@ impl Builder {
             capabilities: Capabilities::default(),
             faults: Vec::new(),
             injections: Vec::new(),
+            shared: None,
             expect: Expect::Complete,
         }
     }
@@ -86,6 +89,7 @@ pub fn builtin() -> Vec<Case> {
         if mode == 3 {
             all.extend(sr_hops(mode));
         }
+        all.extend(shared(mode));
     }
     all
 }
@@ -689,4 +693,89 @@ fn sr_hops(mode: u8) -> Vec<Case> {
         k.transport.profile = Profile::Sr;
     }
     v
+}
+
+/// One shared case: its slug, the tenant's script, whether the ranks
+/// take the block, the expected outcome, its requirements, what it does.
+type SharedRow = (
+    &'static str,
+    TenantScript,
+    bool,
+    Expect,
+    &'static [&'static str],
+    &'static str,
+);
+
+/// Shared blocks (temporal multiplexing): the DUT, a leaf, holds the
+/// group's context in a block shared with a second tenant the harness
+/// plays through its first two ports. [TMX-010]…[TMX-013]
+fn shared(mode: u8) -> Vec<Case> {
+    let b = Builder {
+        mode,
+        family: Family::Shared,
+    };
+    let rows: [SharedRow; 6] = [
+        (
+            "acquire-granted",
+            TenantScript::Idle,
+            true,
+            Expect::Complete,
+            &["TMX-002", "TMX-010"],
+            "an acquire Barrier on a free shared block is granted, then the call's data is served",
+        ),
+        (
+            "acquire-denied",
+            TenantScript::HoldsBefore,
+            true,
+            Expect::Denied,
+            &["TMX-011", "TMX-020"],
+            "the second tenant holds the block: the acquire is denied up and in the echo, no data served, and the DUT keeps nothing for the group",
+        ),
+        (
+            "acquire-denied-elsewhere",
+            TenantScript::HoldsElsewhere,
+            true,
+            Expect::Denied,
+            &["TMX-011", "TMX-020"],
+            "the second tenant holds the root's block: the DUT takes its own, passes the denied echo down and gives its block back, all or nothing",
+        ),
+        (
+            "release",
+            TenantScript::AcquiresAfter,
+            true,
+            Expect::Complete,
+            &["TMX-013"],
+            "the release Barrier gives the block back as its echo passes: the second tenant's acquire after the call is granted",
+        ),
+        (
+            "late-duplicate-release",
+            TenantScript::LateDuplicateRelease,
+            true,
+            Expect::Complete,
+            &["TMX-013"],
+            "two calls; once the second call's acquire retook the block, the first call's release frames come again: they free nothing, the second tenant is denied",
+        ),
+        (
+            "data-without-block",
+            TenantScript::HoldsBefore,
+            false,
+            Expect::Dropped,
+            &["TMX-012"],
+            "the second tenant holds the block and the group sends data without acquiring: dropped, counted not_granted",
+        ),
+    ];
+    rows.into_iter()
+        .map(|(slug, tenant, contended, expect, reqs, what)| {
+            let mut k = b.case(
+                slug,
+                DutRole::Leaf,
+                CollectiveName::Allreduce,
+                format!("AllReduce, the DUT a leaf with a shared block: {what}"),
+            );
+            k.requirements = ids(reqs);
+            k.shared = Some(SharedBlock { tenant, contended });
+            k.expect = expect;
+            k
+        })
+        .collect()
 }

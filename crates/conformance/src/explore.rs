@@ -95,6 +95,7 @@ impl Scenario {
             capabilities: Capabilities::default(),
             faults,
             injections: Vec::new(),
+            shared: None,
             expect: Expect::Complete,
         }
     }

@@ -11,12 +11,13 @@ use epic_proto::time::Duration;
 use epic_proto::Psn;
 use epic_topology::IncTree;
 use incengine::{ContextSpec, SwitchSpec};
-use netsim::inc::{Cluster, ClusterConfig};
+use netsim::inc::{Cluster, ClusterConfig, ClusterError};
 use netsim::LinkConfig;
 
 use crate::boundary::Boundary;
 use crate::case::{Capabilities, Case, CaseError};
 use crate::dut::{AdapterSpec, DutSpec, StartError};
+use crate::tmx;
 use crate::trace::Trace;
 
 /// How long (virtual time) a case may run before the ranks are declared
@@ -46,6 +47,9 @@ pub enum RanksOutcome {
     Completed(Vec<Vec<u8>>),
     /// A rank failed or the time limit passed.
     Failed(String),
+    /// A rank's acquire was denied: its call ran none of its invocations
+    /// (the first such rank). [TMX-011] [TMX-020]
+    Denied(u16),
     /// Not run (the DUT refused its configuration).
     NotRun,
 }
@@ -133,6 +137,11 @@ pub fn dut_spec(case: &Case) -> Result<(DutSpec, usize), HarnessError> {
             cc: None,
         })
         .collect();
+    // The group's context in a block shared with a second tenant.
+    // [TMX-001]
+    if case.shared.is_some() {
+        tmx::share(&mut switch.contexts).map_err(HarnessError::Cluster)?;
+    }
     let spec = DutSpec {
         switch,
         ports,
@@ -208,25 +217,50 @@ pub fn observe(case: &Case, adapter: &AdapterSpec) -> Result<Observation, Harnes
         Err(StartError::Failed(why)) => return Err(HarnessError::Adapter(why)),
     };
     let slots = spec.switch.contexts.first().map_or(1, |c| c.config.slots);
-    let boundary = Boundary::new(
+    let mut tenant = match case.shared {
+        Some(sh) => Some(tmx::Tenant::new(sh, &spec.switch).map_err(HarnessError::Cluster)?),
+        None => None,
+    };
+    let mut boundary = Boundary::new(
         dut,
         case.faults.clone(),
         case.injections.clone(),
         slots,
         Rc::clone(&trace),
     );
+    if let Some(t) = &tenant {
+        boundary = boundary.with_tenant(t.handle());
+    }
     let mut cluster = Cluster::build_replacing(cfg, dut_switch, move |_| Box::new(boundary))
         .map_err(|e| HarnessError::Cluster(e.to_string()))?;
+    if let Some(t) = &tenant {
+        t.prepare(&mut cluster, dut_switch)
+            .map_err(HarnessError::Cluster)?;
+    }
+    let calls = case.shared.map_or(1, |sh| sh.tenant.calls());
     let r = &obs.reference;
-    obs.ranks = match cluster.run_collective(r.req, r.elements, &r.inputs, CASE_LIMIT) {
-        Ok(run) => RanksOutcome::Completed(run.outputs),
-        Err(e) => RanksOutcome::Failed(e.to_string()),
-    };
+    for _ in 0..calls {
+        obs.ranks = match cluster.run_collective(r.req, r.elements, &r.inputs, CASE_LIMIT) {
+            Ok(run) => RanksOutcome::Completed(run.outputs),
+            Err(ClusterError::Denied(rank)) => RanksOutcome::Denied(rank),
+            Err(e) => RanksOutcome::Failed(e.to_string()),
+        };
+        if !matches!(obs.ranks, RanksOutcome::Completed(_)) {
+            break;
+        }
+    }
+    if let Some(t) = tenant.as_mut() {
+        t.after_call(&mut cluster, dut_switch)
+            .map_err(HarnessError::Cluster)?;
+    }
     // Per-pattern directions keep wire PSNs of their own ([CTL-051]).
     if cfg.mode != Mode::Terminated && !cfg.per_pattern {
         obs.psn_end = cluster.host(0).map(|h| h.rank.qp().send_psn());
     }
     drop(cluster);
     obs.trace = trace.take();
+    if let Some(t) = &tenant {
+        obs.trace.not_granted = t.handle().borrow().not_granted;
+    }
     Ok(obs)
 }

@@ -31,4 +31,5 @@ pub mod oracle;
 pub mod pcapio;
 pub mod report;
 pub mod suite;
+pub mod tmx;
 pub mod trace;

@@ -68,6 +68,18 @@ fn one(case: &Case, cdir: &Path) -> Result<CaseResult, OfflineError> {
         let io = |e: std::io::Error| OfflineError::Io(format!("{}: {e}", cdir.display()));
         fs::write(cdir.join("case.toml"), case.to_toml()).map_err(io)?;
         fs::write(cdir.join("switch.toml"), obs.spec.to_toml()).map_err(io)?;
+        // The second tenant of a shared block answers the DUT as it goes.
+        if case.shared.is_some() {
+            return Ok(result(
+                case,
+                CaseStatus::Skip(
+                    "offline: a shared-block case needs the harness to play the block's second \
+                     tenant live (reference, exec:, iface:)"
+                        .into(),
+                ),
+                Vec::new(),
+            ));
+        }
         if case.expect == Expect::Refused {
             return Ok(result(
                 case,

@@ -120,7 +120,9 @@ fn judge(case: &Case, dut: &AdapterSpec) -> (CaseResult, Option<Observation>) {
     let r = if let Some(f) = &obs.trace.adapter_failure {
         let status = CaseStatus::Error(HarnessError::Adapter(f.clone()).to_string());
         CaseResult::new(&case.name, family, status, Vec::new(), millis())
-    } else if let (Expect::Complete, Started::Unsupported(why)) = (case.expect, &obs.started) {
+    } else if let (Expect::Complete | Expect::Denied | Expect::Dropped, Started::Unsupported(why)) =
+        (case.expect, &obs.started)
+    {
         // A DUT without the case's transport profile refused it with the
         // typed refusal: the case is skipped, not failed. [SR-036]
         let status = CaseStatus::Skip(format!("the DUT does not run this profile: {why}"));

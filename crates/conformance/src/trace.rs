@@ -42,6 +42,13 @@ pub struct Trace {
     /// Why the adapter stopped working, if it did (a DUT process died, its
     /// framing broke).
     pub adapter_failure: Option<String>,
+    /// Frames between the DUT and the second tenant of its shared block,
+    /// which the harness plays (not part of `events`). [TMX-010]
+    pub tenant: Vec<Event>,
+    /// Whether the late duplicates of a release went in. [TMX-013]
+    pub late_release_fired: bool,
+    /// The DUT's `not_granted` drops, if it shows its counters. [TMX-012]
+    pub not_granted: Option<u64>,
 }
 
 impl Trace {

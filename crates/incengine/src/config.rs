@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use crate::agent::{ManagerLink, ManagerSection};
 use epic_proto::engine::{
-    ContextConfig, EndpointConfig, EngineConfig, IncEngine, Mode, PatternBinding, Peer,
+    ContextConfig, EndpointConfig, EngineConfig, IncEngine, Mode, PatternBinding, Peer, Placement,
     PsnAlignment,
 };
 use epic_proto::time::Duration;
@@ -225,6 +225,12 @@ impl ContextEntry {
             reproducible: k.reproducible,
             start_psn: c.start_psn.value(),
             pattern,
+            block: c.placement.map(|p| BlockEntry {
+                offset: p.offset,
+                len: p.len,
+                tenant: p.tenant.0,
+                shared: p.shared,
+            }),
         }
     }
 }
@@ -326,6 +332,22 @@ struct ContextEntry {
     start_psn: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pattern: Option<String>,
+    /// The block of the arena the context's state lives in; none: a block
+    /// of its own. [TMX-001]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    block: Option<BlockEntry>,
+}
+
+/// `[context.block]`: where the context's state lives, whose it is, and
+/// whether other tenants take the block in turn. [TMX-001] [TMX-002]
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct BlockEntry {
+    offset: u64,
+    len: u64,
+    tenant: u32,
+    #[serde(default)]
+    shared: bool,
 }
 
 fn one() -> u32 {
@@ -633,7 +655,12 @@ fn context(i: usize, c: &ContextEntry, ports: u16) -> Result<ContextSpec, Config
             alignment,
         },
         start_psn,
-        placement: None,
+        placement: c.block.as_ref().map(|b| Placement {
+            offset: b.offset,
+            len: b.len,
+            tenant: GroupId(b.tenant),
+            shared: b.shared,
+        }),
         // `switch.toml` names no profile: go-back-N; the manager's installs
         // carry the group's. [MGR-046]
         transport: epic_proto::roce::Transport::Gbn,

@@ -15,6 +15,13 @@ pub trait Dut: Node + fmt::Debug {
     /// Why the adapter stopped working (the process died, the framing
     /// broke); the case is then an error, not a verdict on the DUT.
     fn failure(&self) -> Option<String>;
+
+    /// Data the DUT dropped for a context of a shared block its tenant
+    /// did not hold, if the adapter can read its counters (`None`: it
+    /// cannot; only frames are judged then). [TMX-012]
+    fn not_granted(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// What a DUT is configured with: the switch it plays, as `switch.toml`

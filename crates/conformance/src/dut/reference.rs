@@ -29,9 +29,12 @@ impl ReferenceDut {
                     c.config.group, e.port, spec.ports
                 )));
             }
-            engine
-                .install(c.config.clone())
-                .map_err(|e| StartError::Refused(format!("group {}: {e}", c.config.group)))?;
+            // A block the control plane placed, shared or not. [TMX-001]
+            match c.placement {
+                Some(at) => engine.install_at(c.config.clone(), at),
+                None => engine.install(c.config.clone()),
+            }
+            .map_err(|e| StartError::Refused(format!("group {}: {e}", c.config.group)))?;
             if let Some(ctx) = engine.context_mut(c.config.group) {
                 ctx.set_start_psn(c.start_psn);
                 ctx.set_transport(spec.profile.qp_transport());
@@ -71,5 +74,13 @@ impl Node for ReferenceDut {
 impl Dut for ReferenceDut {
     fn failure(&self) -> Option<String> {
         None
+    }
+
+    fn not_granted(&self) -> Option<u64> {
+        Some(
+            self.engine
+                .counters()
+                .drops(epic_proto::engine::EngineDropReason::NotGranted),
+        )
     }
 }

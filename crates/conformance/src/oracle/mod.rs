@@ -4,6 +4,7 @@
 
 mod acks;
 mod hop_sack;
+mod lock;
 mod offline;
 mod outcome;
 mod psn;
@@ -72,7 +73,10 @@ pub fn judge(obs: &Observation) -> Vec<Check> {
         return checks;
     }
     checks.extend(outcome::schedule(obs));
-    checks.push(outcome::completion(obs));
+    if obs.case.expect == crate::case::Expect::Complete {
+        checks.push(outcome::completion(obs));
+    }
+    checks.extend(lock::checks(obs));
     checks.extend(wire::integrity(obs));
     checks.extend(wire::epic_rules(obs));
     checks.push(wire::translation(obs));

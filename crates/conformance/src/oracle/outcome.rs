@@ -26,15 +26,23 @@ fn limit_ids(c: &Capabilities) -> Vec<&'static str> {
 /// refused when it does not.
 pub(super) fn install(obs: &Observation) -> Vec<Check> {
     let case = &obs.case;
+    // A block shared with a second tenant. [TMX-001]
+    let fits: &[&str] = if case.shared.is_some() {
+        &["ENG-010", "TMX-001"]
+    } else {
+        &["ENG-010"]
+    };
     match (case.expect, &obs.started) {
-        (Expect::Complete, Started::Yes) => {
-            vec![Check::new("install", &["ENG-010"], Verdict::Pass)]
+        (Expect::Complete | Expect::Denied | Expect::Dropped, Started::Yes) => {
+            vec![Check::new("install", fits, Verdict::Pass)]
         }
-        (Expect::Complete, Started::Refused(why)) => vec![Check::new(
-            "install",
-            &["ENG-010"],
-            Verdict::Fail(format!("refused a context that fits its limits: {why}")),
-        )],
+        (Expect::Complete | Expect::Denied | Expect::Dropped, Started::Refused(why)) => {
+            vec![Check::new(
+                "install",
+                fits,
+                Verdict::Fail(format!("refused a context that fits its limits: {why}")),
+            )]
+        }
         (Expect::Refused, Started::Refused(_)) => {
             vec![Check::new(
                 "install",
@@ -63,11 +71,13 @@ pub(super) fn install(obs: &Observation) -> Vec<Check> {
                 Verdict::Fail("refused the profile of a case about its limits".into())
             },
         )],
-        (Expect::Complete, Started::Unsupported(why)) => vec![Check::new(
-            "install",
-            &["SR-036"],
-            Verdict::Skip(format!("the DUT does not run this profile: {why}")),
-        )],
+        (Expect::Complete | Expect::Denied | Expect::Dropped, Started::Unsupported(why)) => {
+            vec![Check::new(
+                "install",
+                &["SR-036"],
+                Verdict::Skip(format!("the DUT does not run this profile: {why}")),
+            )]
+        }
     }
 }
 
@@ -200,6 +210,7 @@ pub(super) fn completion(obs: &Observation) -> Check {
             Err(m) => Verdict::Fail(format!("rank {} got a wrong result: {}", m.rank, m.detail)),
         },
         RanksOutcome::Failed(why) => Verdict::Fail(format!("the call did not complete: {why}")),
+        RanksOutcome::Denied(r) => Verdict::Fail(format!("rank {r}'s acquire was denied")),
         RanksOutcome::NotRun => Verdict::Skip("not run".into()),
     };
     Check {

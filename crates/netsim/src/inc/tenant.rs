@@ -153,8 +153,19 @@ impl LockTenant {
         now: Instant,
         hold: bool,
     ) -> Result<(), TenantError> {
+        for (port, f) in self.frames(hold)? {
+            eng.handle_frame(now, port, &f);
+        }
+        Ok(())
+    }
+
+    /// The control messages [`follow`](LockTenant::follow) hands the
+    /// engine, each with the switch port it arrives on, for a switch the
+    /// caller reaches only through its ports (a device under test): none
+    /// when the tenant already does what `hold` says. [TMX-010] [TMX-013]
+    pub fn frames(&mut self, hold: bool) -> Result<Vec<(u16, Vec<u8>)>, TenantError> {
         if hold == self.holding {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let seq = self.seq;
         let steps: &[(usize, u32, bool)] = if hold {
@@ -162,15 +173,15 @@ impl LockTenant {
         } else {
             &[(1, 0, true), (0, 1, false), (1, 1, false)]
         };
+        let mut out = Vec::with_capacity(steps.len());
         for &(r, k, acquire) in steps {
-            let f = self.control(r, seq + k, acquire)?;
-            eng.handle_frame(now, f.0, &f.1);
+            out.push(self.control(r, seq + k, acquire)?);
         }
         if !hold {
             self.seq += 2;
         }
         self.holding = hold;
-        Ok(())
+        Ok(out)
     }
 
     /// Rank `r`'s control message of lock Barrier `seq`, and the switch
