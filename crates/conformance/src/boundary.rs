@@ -88,9 +88,16 @@ impl Boundary {
             return;
         };
         let queued = std::mem::take(&mut io.borrow_mut().queue);
+        let any = !queued.is_empty();
         for (port, f) in queued {
             tmx::record(&self.trace, now, port, Direction::In, &f);
             self.dut.handle_frame(now, PortId(port), &f);
+            self.note_failure();
+        }
+        // The tenant's frames must have been taken before the group's
+        // that follow, whatever interface each came on. [TMX-010]
+        if any {
+            self.dut.settle();
             self.note_failure();
         }
         io.borrow_mut().not_granted = self.dut.not_granted();

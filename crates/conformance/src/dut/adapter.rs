@@ -22,6 +22,14 @@ pub trait Dut: Node + fmt::Debug {
     fn not_granted(&self) -> Option<u64> {
         None
     }
+
+    /// Waits until the DUT has answered the frames handed to it so far:
+    /// a device reached over several interfaces may read them in another
+    /// order than they were sent, so frames that must come first (the
+    /// second tenant's acquire before the group's, [TMX-010]) wait for
+    /// the DUT's answer before anything else is sent. A DUT behind one
+    /// ordered stream needs nothing (the default).
+    fn settle(&mut self) {}
 }
 
 /// What a DUT is configured with: the switch it plays, as `switch.toml`

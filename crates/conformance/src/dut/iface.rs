@@ -42,6 +42,9 @@ pub const DEVICE_RETRANSMIT_TIMEOUT: Duration = Duration::from_millis(20);
 /// The longest one collection waits, however chatty the device.
 const COLLECT_LIMIT: WallDuration = WallDuration::from_millis(200);
 
+/// How long [`Dut::settle`] waits for the device's answer.
+const SETTLE_LIMIT: WallDuration = WallDuration::from_secs(2);
+
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
 /// The interfaces and the per-case setup command of `--dut iface:`.
@@ -211,6 +214,15 @@ impl Node for IfaceDut {
 }
 
 impl Dut for IfaceDut {
+    /// Collects until the device has sent something, or for
+    /// [`SETTLE_LIMIT`]. [TMX-010]
+    fn settle(&mut self) {
+        let t0 = WallInstant::now();
+        while self.failure.is_none() && self.frames.is_empty() && t0.elapsed() < SETTLE_LIMIT {
+            self.collect();
+        }
+    }
+
     fn failure(&self) -> Option<String> {
         self.failure.clone()
     }
