@@ -12,7 +12,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use epic_proto::engine::{ContextConfig, IncEngine, Placement};
+use epic_proto::engine::{ContextConfig, IncEngine};
 use epic_proto::wire::{EpicHeaderRepr, GroupId, RoceFrame};
 use incengine::ContextSpec;
 use netsim::inc::{Cluster, IncNode, LockTenant, CLUSTER_GROUP};
@@ -101,18 +101,8 @@ pub fn share(contexts: &mut Vec<ContextSpec>) -> Result<(), String> {
     let Some(first) = contexts.first_mut() else {
         return Err("the DUT has no context to share".into());
     };
-    let other = LockTenant::context(TENANT_GROUP, &first.config).map_err(|e| e.to_string())?;
-    let mut len = 0u64;
-    for c in [&first.config, &other] {
-        let fp = IncEngine::footprint_of(c).map_err(|e| e.to_string())?;
-        len = len.max(fp.total() as u64);
-    }
-    let at = |tenant| Placement {
-        offset: 0,
-        len: len.div_ceil(64) * 64,
-        tenant,
-        shared: true,
-    };
+    let (other, at) =
+        LockTenant::shared_block(&first.config, TENANT_GROUP).map_err(|e| e.to_string())?;
     first.placement = Some(at(CLUSTER_GROUP));
     let mut spec = ContextSpec::from(other);
     spec.start_psn = epic_proto::Psn::ZERO;

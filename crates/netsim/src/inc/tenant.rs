@@ -86,27 +86,38 @@ impl LockTenant {
         })
     }
 
+    /// The tenant `group`'s context beside `ctx`, and the placement of
+    /// tenant `t` in the one shared block both live in: offset 0, long
+    /// enough for either (rounded up to 64 bytes). [TMX-001]
+    pub fn shared_block(
+        ctx: &ContextConfig,
+        group: GroupId,
+    ) -> Result<(ContextConfig, impl Fn(GroupId) -> Placement), TenantError> {
+        let other = LockTenant::context(group, ctx)?;
+        let mut len = 0u64;
+        for c in [ctx, &other] {
+            let fp = IncEngine::footprint_of(c).map_err(TenantError::Install)?;
+            len = len.max(fp.total() as u64);
+        }
+        let at = move |tenant| Placement {
+            offset: 0,
+            len: len.div_ceil(64) * 64,
+            tenant,
+            shared: true,
+        };
+        Ok((other, at))
+    }
+
     /// Installs `ctx` (tenant `owner`) and the tenant `group`'s context
-    /// beside it in one shared block at offset 0, long enough for either.
-    /// [TMX-001] [TMX-002]
+    /// beside it in one shared block at offset 0, long enough for either
+    /// ([`LockTenant::shared_block`]). [TMX-001] [TMX-002]
     pub fn install_beside(
         eng: &mut IncEngine,
         ctx: ContextConfig,
         owner: GroupId,
         group: GroupId,
     ) -> Result<(), TenantError> {
-        let other = LockTenant::context(group, &ctx)?;
-        let mut len = 0u64;
-        for c in [&ctx, &other] {
-            let fp = IncEngine::footprint_of(c).map_err(TenantError::Install)?;
-            len = len.max(fp.total() as u64);
-        }
-        let at = |tenant| Placement {
-            offset: 0,
-            len: len.div_ceil(64) * 64,
-            tenant,
-            shared: true,
-        };
+        let (other, at) = LockTenant::shared_block(&ctx, group)?;
         eng.install_at(ctx, at(owner))
             .map_err(TenantError::Install)?;
         eng.install_at(other, at(group))

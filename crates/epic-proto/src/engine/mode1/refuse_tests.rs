@@ -89,6 +89,15 @@ fn all_reduce(rig: &mut Rig, seq: u32, msg_len: usize) -> [usize; 2] {
     [rig.results(0), rig.results(1)]
 }
 
+/// Rank 0's work request for the refused request at `psn` failed; the
+/// rank reconnects at that PSN, and the AllReduce of invocation `seq`
+/// over messages of `len` bytes then completes on both ranks. [M1-041]
+fn refused_then_completes(rig: &mut Rig, psn: Psn, seq: u32, len: usize) {
+    assert_eq!(send_statuses(rig, 0), [WcStatus::RemoteInvalidRequest]);
+    reconnect(rig, 0, psn, len);
+    assert_eq!(all_reduce(rig, seq, len), [1, 1]);
+}
+
 /// A frame as rank port `p`'s peer would send it to the switch.
 fn from_peer(cfg: &ContextConfig, p: usize, opcode: Opcode, psn: Psn) -> FrameBuilder {
     let e = &cfg.endpoints[p];
@@ -157,9 +166,7 @@ fn m1_041_data_outside_any_invocation_is_refused() {
             .drops(EngineDropReason::OutsideInvocation),
         1
     );
-    assert_eq!(send_statuses(&mut rig, 0), [WcStatus::RemoteInvalidRequest]);
-    reconnect(&mut rig, 0, psn, MSG);
-    assert_eq!(all_reduce(&mut rig, 1, MSG), [1, 1]);
+    refused_then_completes(&mut rig, psn, 1, MSG);
     // One message past the invocation's count.
     let _ = send_statuses(&mut rig, 1);
     let psn = rig.peers[1].post_psn();
@@ -246,9 +253,7 @@ fn m1_041_refused_first_packet_drops_the_rest_of_its_message() {
     let c = rig.eng.counters();
     assert_eq!(c.drops(EngineDropReason::OutsideInvocation), 2);
     assert_eq!(c.drops(EngineDropReason::Transport), 0);
-    assert_eq!(send_statuses(&mut rig, 0), [WcStatus::RemoteInvalidRequest]);
-    reconnect(&mut rig, 0, psn, 2 * MSG);
-    assert_eq!(all_reduce(&mut rig, 1, 2 * MSG), [1, 1]);
+    refused_then_completes(&mut rig, psn, 1, 2 * MSG);
 }
 
 /// [M1-041] [RC-067] A two-packet SEND whose LAST carries a foreign
@@ -328,9 +333,7 @@ fn m1_041_sr_edge_refuses_and_drops_the_kept_rest() {
     let c = rig.eng.counters();
     assert_eq!(c.drops(EngineDropReason::OutsideInvocation), 2);
     assert_eq!(c.drops(EngineDropReason::Transport), 0);
-    assert_eq!(send_statuses(&mut rig, 0), [WcStatus::RemoteInvalidRequest]);
-    reconnect(&mut rig, 0, psn, 2 * MSG);
-    assert_eq!(all_reduce(&mut rig, 1, 2 * MSG), [1, 1]);
+    refused_then_completes(&mut rig, psn, 1, 2 * MSG);
 }
 
 /// [M1-041] [RC-067] An RDMA WRITE (Mode I moves data by SEND only) is
@@ -360,7 +363,5 @@ fn m1_041_rdma_write_is_refused_and_the_edge_stays_up() {
         "FIRST and LAST"
     );
     assert_eq!(c.drops(EngineDropReason::Transport), 0);
-    assert_eq!(send_statuses(&mut rig, 0), [WcStatus::RemoteInvalidRequest]);
-    reconnect(&mut rig, 0, psn, MSG);
-    assert_eq!(all_reduce(&mut rig, 1, MSG), [1, 1]);
+    refused_then_completes(&mut rig, psn, 1, MSG);
 }
