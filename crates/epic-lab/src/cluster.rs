@@ -459,8 +459,10 @@ impl LabCluster {
             return;
         }
         let switches = match &self.procs {
-            Some(p) => (0..usize::MAX)
-                .map_while(|i| p.restarter(i).map(SwitchTarget::Process))
+            Some(p) => p
+                .restarters()
+                .into_iter()
+                .map(SwitchTarget::Process)
                 .collect(),
             None => self
                 .switches

@@ -167,9 +167,12 @@ impl SwitchProcs {
         Ok(procs)
     }
 
-    /// The restart handle of switch `i`. [LAB-020]
-    pub(crate) fn restarter(&self, i: usize) -> Option<SwitchRestart> {
-        self.procs.get(i).map(|p| SwitchRestart(Arc::clone(p)))
+    /// The restart handle of every switch, by index. [LAB-020]
+    pub(crate) fn restarters(&self) -> Vec<SwitchRestart> {
+        self.procs
+            .iter()
+            .map(|p| SwitchRestart(Arc::clone(p)))
+            .collect()
     }
 }
 
